@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// The `leasehold` command: one entry point that starts each service, a worker or the demo.
+import { Command } from 'commander';
+
+const program = new Command('leasehold')
+  .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
+  .showHelpAfterError()
+  .enablePositionalOptions();
+
+// Each service registers its own subcommand below (see each folder's main.ts).
+
+await program.parseAsync(process.argv);

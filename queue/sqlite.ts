@@ -1,0 +1,109 @@
+// The one way leasehold opens SQLite: knex over `sqlite3`, rollback journal, synchronous=FULL,
+// a busy timeout, and transactions that really begin with BEGIN IMMEDIATE.
+// Shared by the queue's and the receiver's stores so both keep the same durability settings.
+import knexFactory, { type Knex } from 'knex';
+// knex ships its dialects as CommonJS classes without typings for subclassing.
+import Client_SQLite3 from 'knex/lib/dialects/sqlite3/index.js';
+import Transaction_Sqlite from 'knex/lib/dialects/sqlite3/execution/sqlite-transaction.js';
+
+/**
+ * knex's SQLite transaction always sends a deferred `BEGIN`. A deferred transaction that reads
+ * and later writes fails with SQLITE_BUSY at once — ignoring the busy timeout — when another
+ * process took the write lock in between. `BEGIN IMMEDIATE` takes the write lock up front and
+ * waits for it under the busy timeout, so a claim's select and update see one consistent state.
+ */
+class ImmediateTransaction extends Transaction_Sqlite {
+  override begin(conn: unknown) {
+    return this.query(conn, 'BEGIN IMMEDIATE;');
+  }
+
+  /**
+   * A COMMIT refused with SQLITE_BUSY leaves the transaction open on the connection, and knex
+   * would hand that connection to the next caller still inside it. Roll back before reporting.
+   */
+  override commit(conn: unknown, value: unknown) {
+    return this.trxClient.query(conn, 'COMMIT;').then(
+      (res: unknown) => {
+        this._completed = true;
+        this._resolver(value);
+        return res;
+      },
+      async (err: unknown) => {
+        try {
+          await this.trxClient.query(conn, 'ROLLBACK;');
+        } catch {
+          // Nothing was open: SQLite already rolled back on its own.
+        }
+        this._completed = true;
+        this._rejecter(err);
+      },
+    );
+  }
+}
+
+class ImmediateSqliteClient extends Client_SQLite3 {
+  override transaction(...args: unknown[]) {
+    return new ImmediateTransaction(this, ...args);
+  }
+}
+
+export interface SqliteOptions {
+  /** File path, or `:memory:` for a private in-memory database. */
+  filename: string;
+  /** How long one statement waits for a lock before SQLITE_BUSY. */
+  busyTimeoutMs?: number;
+}
+
+/** Opens a knex handle on one SQLite file with leasehold's pragmas on every connection. */
+export function openSqlite(options: SqliteOptions): Knex {
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  return knexFactory({
+    client: ImmediateSqliteClient as unknown as typeof Knex.Client,
+    connection: { filename: options.filename },
+    useNullAsDefault: true,
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
+        // Rollback journal + FULL: every acknowledged commit is on disk and the file can be
+        // shared by several processes without a WAL's shared-memory file.
+        conn.exec(
+          `PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA foreign_keys = ON;`,
+          (err) => done(err, conn),
+        );
+      },
+    },
+  });
+}
+
+interface SqliteConnection {
+  exec(sql: string, cb: (err: Error | null) => void): void;
+}
+
+/** True for SQLite's "database is locked" family of errors, which are safe to retry. */
+export function isBusyError(err: unknown): boolean {
+  const e = err as { code?: string; errno?: number; message?: string } | null;
+  if (!e) return false;
+  if (e.code === 'SQLITE_BUSY' || e.code === 'SQLITE_LOCKED') return true;
+  return typeof e.message === 'string' && /SQLITE_BUSY|database is locked/.test(e.message);
+}
+
+/**
+ * Runs `operation` again while SQLite reports SQLITE_BUSY, with jittered backoff, until
+ * `budgetMs` is spent. Rollback-journal locking is unfair and polls: under contention from
+ * other processes a lock request can outlast the busy timeout although nothing is wrong.
+ * The operation must be a whole transaction, so a retry starts from a clean state.
+ */
+export async function retryBusy<T>(operation: () => Promise<T>, budgetMs = 60_000): Promise<T> {
+  const started = Date.now();
+  let delayMs = 2;
+  for (;;) {
+    try {
+      return await operation();
+    } catch (err) {
+      if (!isBusyError(err) || Date.now() - started + delayMs > budgetMs) throw err;
+      await new Promise((resolve) => setTimeout(resolve, delayMs * (0.5 + Math.random())));
+      delayMs = Math.min(delayMs * 2, 100);
+    }
+  }
+}
