@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `leasehold` command: one entry point that starts each service, a worker or the demo.
 import { Command } from 'commander';
+import { queueCommand } from './main.js';
 
 const program = new Command('leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
@@ -8,5 +9,6 @@ const program = new Command('leasehold')
   .enablePositionalOptions();
 
 // Each service registers its own subcommand below (see each folder's main.ts).
+program.addCommand(queueCommand());
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,61 @@
+// The queue's one error class. Routes throw it; the app renders it; the client rebuilds it
+// from a response, so a caller handles the same `code` whether it embeds or calls over HTTP.
+import type { CurrentLease, Presented, StaleReason } from './types.js';
+
+export const QUEUE_ERROR_STATUS = {
+  invalid_request: 400,
+  unknown_job: 404,
+  not_found: 404,
+  job_exists: 409,
+  stale_lease: 409,
+  payload_too_large: 413,
+  internal: 500,
+  queue_unavailable: 503,
+} as const;
+
+export type QueueErrorCode = keyof typeof QUEUE_ERROR_STATUS;
+
+export class QueueError extends Error {
+  override readonly name = 'QueueError';
+  readonly status: number;
+
+  constructor(
+    readonly code: QueueErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.status = QUEUE_ERROR_STATUS[code];
+  }
+
+  toJSON() {
+    return { error: { code: this.code, message: this.message, ...this.details } };
+  }
+}
+
+/** 409 stale_lease: says both what the caller presented and what the job is now. */
+export function staleLeaseError(
+  id: string,
+  reason: StaleReason,
+  expected: Presented,
+  current: CurrentLease,
+): QueueError {
+  return new QueueError('stale_lease', staleMessage(id, reason, expected, current), { reason, expected, current });
+}
+
+function staleMessage(id: string, reason: StaleReason, expected: Presented, current: CurrentLease): string {
+  const asked = `owner "${expected.owner}" token ${expected.token}`;
+  const now = `status ${current.status}, owner ${current.owner === null ? 'none' : `"${current.owner}"`}, token ${current.token}`;
+  const why: Record<StaleReason, string> = {
+    not_leased: 'the job is not leased',
+    token_mismatch: 'the token is not the current one (the job was claimed again)',
+    owner_mismatch: 'the owner does not hold this token',
+    deadline_passed: "the job's deadline has passed",
+    lease_expired: 'the lease has expired',
+  };
+  return `Lease on job "${id}" is not current: ${why[reason]}. Presented ${asked}; the job has ${now}. Stop working on it and claim again.`;
+}
+
+export function unknownJobError(id: string): QueueError {
+  return new QueueError('unknown_job', `No job with id "${id}" exists. Check the id, or enqueue the job first.`, { id });
+}

@@ -1,0 +1,31 @@
+// The queue's public surface: rules, store, service, client.
+export type {
+  Clock,
+  CurrentLease,
+  DeadReason,
+  Job,
+  JobStatus,
+  LateFinishPolicy,
+  Lease,
+  NewJob,
+  Presented,
+  StaleReason,
+  Stats,
+} from './types.js';
+export { systemClock } from './types.js';
+export {
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  claimDisposition,
+  deadlinePassed,
+  defaultRetryInMs,
+  leaseUntilFor,
+  leaseValid,
+  staleReason,
+} from './rules.js';
+export { QueueError, QUEUE_ERROR_STATUS, type QueueErrorCode } from './errors.js';
+export type { QueueStore, ListQuery } from './store.js';
+export { openSqliteQueueStore, type SqliteQueueOptions } from './sqlite-store.js';
+export { createQueueApp, type QueueAppOptions } from './app.js';
+export { startQueue, openQueueStore, type QueueService, type QueueServiceOptions } from './service.js';
+export { QueueClient, type EnqueueInput, type QueueClientOptions } from './client.js';

@@ -1,0 +1,352 @@
+// The queue's SQL, on knex. Every fencing check is one conditional UPDATE whose WHERE clause
+// is the precondition and whose returned row is the answer; a refused write is explained by
+// reading the row afterwards. Dialects differ only in how a write transaction begins, where
+// `now` comes from, and how a claim picks its row.
+import type { Knex } from 'knex';
+import { QueueError, staleLeaseError, unknownJobError } from './errors.js';
+import {
+  InvalidJobError,
+  currentOf,
+  failed,
+  leaseUntilFor,
+  newJob,
+  staleReason,
+  toLease,
+} from './rules.js';
+import type { ListQuery, QueueStore } from './store.js';
+import type { DeadReason, Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
+import { queueMigrations } from './migrations/index.js';
+
+export type Executor = Knex | Knex.Transaction;
+
+export interface Dialect {
+  /** Runs `work` in one short write transaction, handing it the queue's `now` read inside it. */
+  write<T>(knex: Knex, work: (trx: Knex.Transaction, now: number) => Promise<T>): Promise<T>;
+  /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */
+  now(executor: Executor): Promise<number>;
+  /** Runs migrations; dialects serialise concurrent starts their own way. */
+  migrate(knex: Knex): Promise<void>;
+  /**
+   * SQL returning the `seq` of the next claimable row; bindings: now, now. Claimable is
+   * `pending` with `run_at <= now`, or `leased` with `lease_until <= now` (rule 1).
+   */
+  readonly pickSql: string;
+}
+
+const COLUMNS = `seq, id, qty, payload, status, owner, token, attempts, max_attempts, priority, lease_ms,
+  lease_until, deadline, run_at, result, last_error, dead_reason, created_at, updated_at`;
+
+/** The same guard as rules.staleReason, as SQL: leased, same token and owner, deadline ahead. */
+function guard(policy: LateFinishPolicy): string {
+  const live = `status = 'leased' AND id = ? AND token = ? AND owner = ? AND (deadline IS NULL OR deadline > ?)`;
+  // Rule 9: under `if-unclaimed` an expired lease still counts until someone claims the job,
+  // which changes the token; otherwise rule 2 holds: valid only while now < lease_until.
+  return policy === 'if-unclaimed' ? live : `${live} AND lease_until > ?`;
+}
+
+function guardBindings(policy: LateFinishPolicy, id: string, presented: Presented, now: number): Knex.Value[] {
+  const base: Knex.Value[] = [id, presented.token, presented.owner, now];
+  return policy === 'if-unclaimed' ? base : [...base, now];
+}
+
+export class KnexQueueStore implements QueueStore {
+  constructor(
+    readonly knex: Knex,
+    private readonly dialect: Dialect,
+    readonly latePolicy: LateFinishPolicy = 'reject',
+  ) {}
+
+  migrate(): Promise<void> {
+    return this.dialect.migrate(this.knex);
+  }
+
+  enqueue(input: NewJob): Promise<{ job: Job; created: boolean }> {
+    return this.dialect.write(this.knex, (trx, now) => enqueueIn(trx, input, now));
+  }
+
+  claim(owner: string, leaseMs: number): Promise<Lease | null> {
+    return this.dialect.write(this.knex, (trx, now) => claimIn(trx, this.dialect, owner, leaseMs, now));
+  }
+
+  heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease> {
+    return this.dialect.write(this.knex, async (trx, now) => {
+      const job = await heartbeatIn(trx, this.latePolicy, id, presented, leaseMs, now);
+      return toLease(job);
+    });
+  }
+
+  finish(id: string, presented: Presented, result: unknown): Promise<Job> {
+    return this.dialect.write(this.knex, (trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now));
+  }
+
+  fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job> {
+    return this.dialect.write(this.knex, (trx, now) =>
+      failIn(trx, this.latePolicy, id, presented, error, retryInMs, now),
+    );
+  }
+
+  async verify(id: string, presented: Presented): Promise<Lease> {
+    const now = await this.dialect.now(this.knex);
+    const job = await getIn(this.knex, id);
+    if (!job) throw unknownJobError(id);
+    const reason = staleReason(job, presented, now, this.latePolicy);
+    if (reason) throw staleLeaseError(id, reason, presented, currentOf(job));
+    return toLease(job);
+  }
+
+  get(id: string): Promise<Job | null> {
+    return getIn(this.knex, id);
+  }
+
+  async list(query: ListQuery): Promise<Job[]> {
+    const q = this.knex('queue_jobs').select(this.knex.raw(COLUMNS)).orderBy('seq').limit(query.limit);
+    if (query.status) q.where('status', query.status);
+    return (await q).map(rowToJob);
+  }
+
+  async stats(): Promise<Stats> {
+    const rows: { status: JobStatus; n: number | string }[] = await this.knex('queue_jobs')
+      .select('status')
+      .count({ n: '*' })
+      .groupBy('status');
+    const stats: Stats = { pending: 0, leased: 0, done: 0, dead: 0 };
+    for (const row of rows) stats[row.status] = Number(row.n);
+    return stats;
+  }
+
+  close(): Promise<void> {
+    return this.knex.destroy();
+  }
+}
+
+export async function getIn(executor: Executor, id: string): Promise<Job | null> {
+  const rows = await executor.raw(`SELECT ${COLUMNS} FROM queue_jobs WHERE id = ?`, [id]);
+  const row = rowsOf(rows)[0];
+  return row ? rowToJob(row) : null;
+}
+
+export async function enqueueIn(trx: Executor, input: NewJob, now: number): Promise<{ job: Job; created: boolean }> {
+  let job: Job;
+  try {
+    job = newJob(input, now);
+  } catch (err) {
+    if (err instanceof InvalidJobError) throw new QueueError('invalid_request', err.message);
+    throw err;
+  }
+  const inserted = rowsOf(
+    await trx.raw(
+      `INSERT INTO queue_jobs (id, qty, payload, status, token, attempts, max_attempts, priority, deadline, run_at,
+         request, created_at, updated_at)
+       VALUES (?, ?, ?, 'pending', 0, 0, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO NOTHING
+       RETURNING ${COLUMNS}`,
+      [
+        job.id,
+        job.qty,
+        toJsonText(job.payload),
+        job.maxAttempts,
+        job.priority,
+        job.deadline,
+        job.runAt,
+        input.request,
+        now,
+        now,
+      ],
+    ),
+  );
+  if (inserted[0]) return { job: rowToJob(inserted[0]), created: true };
+  const existing = rowsOf(await trx.raw(`SELECT ${COLUMNS}, request FROM queue_jobs WHERE id = ?`, [job.id]))[0];
+  if (!existing) throw new Error(`job ${job.id} conflicted on insert but cannot be read`);
+  if (existing.request !== input.request) {
+    throw new QueueError(
+      'job_exists',
+      `A job with id "${job.id}" already exists with a different request. Use a new id, or send exactly the same body to get the existing job.`,
+      { id: job.id },
+    );
+  }
+  return { job: rowToJob(existing), created: false };
+}
+
+/**
+ * Rules 1, 4, 5: first quarantine every live job that may no longer be given a token, then
+ * lease the best claimable one, in the same transaction. Only the chosen row is written.
+ */
+export async function claimIn(
+  trx: Executor,
+  dialect: Pick<Dialect, 'pickSql'>,
+  owner: string,
+  leaseMs: number,
+  now: number,
+): Promise<Lease | null> {
+  await quarantineIn(trx, now);
+  const until = leaseUntilFor(now, leaseMs, null);
+  const rows = rowsOf(
+    await trx.raw(
+      `UPDATE queue_jobs
+         SET status = 'leased', owner = ?, token = token + 1, attempts = attempts + 1, lease_ms = ?,
+             lease_until = CASE WHEN deadline IS NOT NULL AND deadline < ? THEN deadline ELSE ? END,
+             updated_at = ?
+       WHERE seq = (${dialect.pickSql})
+         AND ((status = 'pending' AND run_at <= ?) OR (status = 'leased' AND lease_until <= ?))
+       RETURNING ${COLUMNS}`,
+      [owner, leaseMs, until, until, now, now, now, now, now],
+    ),
+  );
+  return rows[0] ? toLease(rowToJob(rows[0])) : null;
+}
+
+/**
+ * Rules 4 and 5, before any token is issued: a live job whose deadline has passed, or whose
+ * lease expired with its attempts spent, becomes `dead`.
+ */
+export async function quarantineIn(trx: Executor, now: number): Promise<void> {
+  await trx.raw(
+    `UPDATE queue_jobs
+       SET status = 'dead', lease_until = NULL, updated_at = ?,
+           dead_reason = CASE WHEN deadline IS NOT NULL AND deadline <= ? THEN 'deadline_passed'
+                              ELSE 'attempts_exhausted' END
+     WHERE (status IN ('pending', 'leased') AND deadline IS NOT NULL AND deadline <= ?)
+        OR (status = 'leased' AND lease_until <= ? AND attempts >= max_attempts)`,
+    [now, now, now, now],
+  );
+}
+
+export async function heartbeatIn(
+  trx: Executor,
+  policy: LateFinishPolicy,
+  id: string,
+  presented: Presented,
+  leaseMs: number | undefined,
+  now: number,
+): Promise<Job> {
+  const rows = rowsOf(
+    await trx.raw(
+      `UPDATE queue_jobs
+         SET lease_ms = COALESCE(?, lease_ms),
+             lease_until = CASE WHEN deadline IS NOT NULL AND deadline < ? + COALESCE(?, lease_ms) THEN deadline
+                                ELSE ? + COALESCE(?, lease_ms) END,
+             updated_at = ?
+       WHERE ${guard(policy)}
+       RETURNING ${COLUMNS}`,
+      [leaseMs ?? null, now, leaseMs ?? null, now, leaseMs ?? null, now, ...guardBindings(policy, id, presented, now)],
+    ),
+  );
+  return rows[0] ? rowToJob(rows[0]) : explainRefusal(trx, policy, id, presented, now);
+}
+
+export async function finishIn(
+  trx: Executor,
+  policy: LateFinishPolicy,
+  id: string,
+  presented: Presented,
+  result: unknown,
+  now: number,
+): Promise<Job> {
+  const rows = rowsOf(
+    await trx.raw(
+      `UPDATE queue_jobs SET status = 'done', result = ?, updated_at = ?
+       WHERE ${guard(policy)}
+       RETURNING ${COLUMNS}`,
+      [toJsonText(result), now, ...guardBindings(policy, id, presented, now)],
+    ),
+  );
+  return rows[0] ? rowToJob(rows[0]) : explainRefusal(trx, policy, id, presented, now);
+}
+
+export async function failIn(
+  trx: Executor,
+  policy: LateFinishPolicy,
+  id: string,
+  presented: Presented,
+  error: string,
+  retryInMs: number | undefined,
+  now: number,
+): Promise<Job> {
+  // The row is read only to compute the outcome (backoff grows with attempts); the guarded
+  // UPDATE below is what decides, so a change in between cannot slip through.
+  const job = await getIn(trx, id);
+  if (!job) throw unknownJobError(id);
+  const next = failed(job, error, retryInMs, now);
+  const rows = rowsOf(
+    await trx.raw(
+      `UPDATE queue_jobs
+         SET status = ?, run_at = ?, lease_until = NULL, last_error = ?, dead_reason = ?, updated_at = ?
+       WHERE ${guard(policy)} AND attempts = ?
+       RETURNING ${COLUMNS}`,
+      [
+        next.status,
+        next.runAt,
+        next.lastError,
+        next.deadReason,
+        now,
+        ...guardBindings(policy, id, presented, now),
+        job.attempts,
+      ],
+    ),
+  );
+  return rows[0] ? rowToJob(rows[0]) : explainRefusal(trx, policy, id, presented, now);
+}
+
+/** Reads the row after a refused write, only to say why: 404 or 409 stale_lease. */
+async function explainRefusal(
+  executor: Executor,
+  policy: LateFinishPolicy,
+  id: string,
+  presented: Presented,
+  now: number,
+): Promise<never> {
+  const job = await getIn(executor, id);
+  if (!job) throw unknownJobError(id);
+  const reason = staleReason(job, presented, now, policy) ?? 'lease_expired';
+  throw staleLeaseError(id, reason, presented, currentOf(job));
+}
+
+type Row = Record<string, unknown>;
+
+/** knex's raw() returns rows directly on SQLite and a result object on PostgreSQL. */
+export function rowsOf(result: unknown): Row[] {
+  if (Array.isArray(result)) return result as Row[];
+  return ((result as { rows?: Row[] }).rows ?? []) as Row[];
+}
+
+function num(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+function numOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : num(value);
+}
+
+function toJsonText(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+function fromJsonText(value: unknown): unknown {
+  return value === null || value === undefined ? null : JSON.parse(String(value));
+}
+
+/** The one place a row becomes a Job. */
+export function rowToJob(row: Row): Job {
+  return {
+    id: String(row.id),
+    qty: num(row.qty),
+    payload: fromJsonText(row.payload),
+    status: row.status as JobStatus,
+    owner: (row.owner as string | null) ?? null,
+    token: num(row.token),
+    attempts: num(row.attempts),
+    maxAttempts: num(row.max_attempts),
+    priority: num(row.priority),
+    leaseMs: numOrNull(row.lease_ms),
+    leaseUntil: numOrNull(row.lease_until),
+    deadline: numOrNull(row.deadline),
+    runAt: num(row.run_at),
+    result: fromJsonText(row.result),
+    lastError: (row.last_error as string | null) ?? null,
+    deadReason: (row.dead_reason as DeadReason | null) ?? null,
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
+  };
+}
+
+export { queueMigrations };

@@ -1,0 +1,17 @@
+// The queue's migrations, listed in code so they run the same from sources and from dist/.
+// Numbered and append-only: never edit one that has shipped, add the next.
+import type { Knex } from 'knex';
+import * as m001 from './001_jobs.js';
+
+const migrations: Record<string, Knex.Migration> = {
+  '001_jobs': m001,
+};
+
+export const queueMigrations: Knex.MigratorConfig = {
+  tableName: 'queue_migrations',
+  migrationSource: {
+    getMigrations: async () => Object.keys(migrations).sort(),
+    getMigrationName: (name: string) => name,
+    getMigration: async (name: string) => migrations[name]!,
+  },
+};

@@ -1,0 +1,79 @@
+// One schema per request body, parsed once at the edge. Integers must be safe integers
+// (zod's int), unknown fields are refused so a typo like "leaseMS" is not silently ignored.
+import { z } from 'zod';
+import { DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS } from './rules.js';
+
+const MAX_LEASE_MS = 7 * 24 * 60 * 60 * 1000;
+
+const name = (what: string) =>
+  z
+    .string({ error: `${what} must be a string` })
+    .min(1, `${what} must not be empty`)
+    .max(256, `${what} must be at most 256 characters`);
+const epochMs = (what: string) =>
+  z.int({ error: `${what} must be an integer (epoch milliseconds)` }).min(0, `${what} must be >= 0`);
+const token = z.int({ error: 'token must be an integer' }).min(1, 'token must be >= 1');
+const leaseMs = z
+  .int({ error: 'leaseMs must be an integer number of milliseconds' })
+  .min(1, 'leaseMs must be at least 1')
+  .max(MAX_LEASE_MS, `leaseMs must be at most ${MAX_LEASE_MS} (7 days)`);
+
+export const enqueueBody = z.strictObject({
+  id: name('id').optional(),
+  qty: z.int({ error: 'qty must be an integer' }).min(1, 'qty must be a positive integer'),
+  payload: z.json().optional(),
+  deadline: epochMs('deadline').optional(),
+  deadlineMs: z.int({ error: 'deadlineMs must be an integer' }).min(1, 'deadlineMs must be at least 1').optional(),
+  maxAttempts: z
+    .int({ error: 'maxAttempts must be an integer' })
+    .min(1, 'maxAttempts must be at least 1')
+    .max(1000, 'maxAttempts must be at most 1000')
+    .default(DEFAULT_MAX_ATTEMPTS),
+  runAt: epochMs('runAt').optional(),
+  priority: z.int({ error: 'priority must be an integer' }).default(0),
+});
+
+export const claimBody = z.strictObject({
+  owner: name('owner'),
+  leaseMs: leaseMs.default(DEFAULT_LEASE_MS),
+});
+
+export const heartbeatBody = z.strictObject({ owner: name('owner'), token, leaseMs: leaseMs.optional() });
+
+export const finishBody = z.strictObject({ owner: name('owner'), token, result: z.json().optional() });
+
+export const failBody = z.strictObject({
+  owner: name('owner'),
+  token,
+  error: z.string({ error: 'error must be a string describing what went wrong' }).max(64 * 1024),
+  retryInMs: z.int({ error: 'retryInMs must be an integer' }).min(0, 'retryInMs must be >= 0').optional(),
+});
+
+export const verifyBody = z.strictObject({ owner: name('owner'), token });
+
+export const jobIdParam = name('job id');
+
+export const listQuery = z.strictObject({
+  status: z.enum(['pending', 'leased', 'done', 'dead'], { error: 'status must be pending, leased, done or dead' }).optional(),
+  limit: z.coerce
+    .number()
+    .pipe(z.int({ error: 'limit must be an integer' }).min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000'))
+    .default(100),
+});
+
+/** The request as sent, with keys in a stable order: two enqueues are "the same" when these match. */
+export function canonicalRequest(body: unknown): string {
+  return JSON.stringify(sortKeys(body));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}

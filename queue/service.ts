@@ -1,0 +1,58 @@
+// Starting the queue as a library: open and migrate the store, build the app, listen.
+// `main.ts` wraps this for the command line; tests and embedders call it directly.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import pino, { type Logger } from 'pino';
+import { createQueueApp } from './app.js';
+import { listen } from './server.js';
+import { openSqliteQueueStore } from './sqlite-store.js';
+import type { QueueStore } from './store.js';
+import type { Clock, LateFinishPolicy } from './types.js';
+
+export interface QueueServiceOptions {
+  /** SQLite file path (created with its folder when missing) or `:memory:`. */
+  db: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  latePolicy?: LateFinishPolicy;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export interface QueueService {
+  url: string;
+  store: QueueStore;
+  close(): Promise<void>;
+}
+
+export async function openQueueStore(options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock'>): Promise<QueueStore> {
+  if (options.db !== ':memory:') mkdirSync(dirname(options.db), { recursive: true });
+  return openSqliteQueueStore({
+    filename: options.db,
+    ...(options.clock ? { clock: options.clock } : {}),
+    latePolicy: options.latePolicy ?? 'reject',
+  });
+}
+
+export async function startQueue(options: QueueServiceOptions): Promise<QueueService> {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const store = await openQueueStore(options);
+  const app = createQueueApp({ store, logger });
+  let listening;
+  try {
+    listening = await listen(app, options.host ?? '127.0.0.1', options.port ?? 0);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const { url } = listening;
+  return {
+    url,
+    store,
+    close: async () => {
+      await listening.close();
+      await store.close();
+    },
+  };
+}

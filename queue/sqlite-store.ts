@@ -1,0 +1,54 @@
+// The queue on one SQLite file: the embedded default. Several processes may share the file;
+// each write is a short BEGIN IMMEDIATE transaction, retried while SQLite reports SQLITE_BUSY.
+import type { Knex } from 'knex';
+import { KnexQueueStore, type Dialect } from './knex-store.js';
+import { queueMigrations } from './migrations/index.js';
+import { openSqlite, retryBusy } from './sqlite.js';
+import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
+
+export interface SqliteQueueOptions {
+  /** Path of the database file, or `:memory:`. */
+  filename: string;
+  clock?: Clock;
+  latePolicy?: LateFinishPolicy;
+  /** How long one write keeps retrying SQLITE_BUSY before giving up. */
+  busyBudgetMs?: number;
+  busyTimeoutMs?: number;
+}
+
+export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
+  return {
+    write: (knex, work) =>
+      retryBusy(
+        // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
+        // the lock can never make an expired lease look current.
+        () => knex.transaction((trx) => work(trx, clock.now())),
+        busyBudgetMs,
+      ),
+    now: async () => clock.now(),
+    migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),
+    // Two index walks, each stopping at its first row, then the better of the two: pending
+    // jobs by (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
+    pickSql: `SELECT seq FROM (
+        SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
+          WHERE status = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT 1)
+        UNION ALL
+        SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
+          WHERE status = 'leased' AND lease_until <= ? ORDER BY priority DESC, run_at, seq LIMIT 1)
+      ) ORDER BY priority DESC, run_at, seq LIMIT 1`,
+  };
+}
+
+/** Opens (and migrates) a queue store on one SQLite file. */
+export async function openSqliteQueueStore(options: SqliteQueueOptions): Promise<KnexQueueStore> {
+  const knex = openSqlite({ filename: options.filename, busyTimeoutMs: options.busyTimeoutMs ?? 5_000 });
+  const dialect = sqliteDialect(options.clock ?? systemClock, options.busyBudgetMs ?? 60_000);
+  const store = new KnexQueueStore(knex, dialect, options.latePolicy ?? 'reject');
+  try {
+    await store.migrate();
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
+  return store;
+}
