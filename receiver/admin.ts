@@ -1,0 +1,29 @@
+// Test-mode admin routes: queue faults and reset the stub between test cases. Mounted only
+// when the receiver runs in test mode; otherwise these paths are unknown routes (404).
+import express, { type Router } from 'express';
+import type { FaultController } from './faults.js';
+import { BODY_LIMIT } from './middleware.js';
+import type { EffectStore } from './store.js';
+
+export function adminRoutes<Tx>(store: EffectStore<Tx>, faults: FaultController): Router {
+  const router = express.Router();
+  const json = express.json({ limit: BODY_LIMIT, type: () => true });
+
+  router.get('/admin/faults', (_req, res) => {
+    res.json({ faults: faults.pending() });
+  });
+  router.post('/admin/faults', json, (req, res) => {
+    res.json({ faults: faults.add(req.body) });
+  });
+  router.delete('/admin/faults', (_req, res) => {
+    faults.clear();
+    res.json({ faults: faults.pending() });
+  });
+  /** Forgets effects, journal and queued faults: a fresh stub for the next test case. */
+  router.post('/admin/reset', async (_req, res) => {
+    faults.clear();
+    await store.reset();
+    res.json({ reset: true, totals: await store.totals() });
+  });
+  return router;
+}

@@ -1,0 +1,47 @@
+// The receiver's public surface: the stub starter, the app and middleware, the store, the
+// rules and the signature scheme. Named exports only.
+export { startReceiver, resolveStartOptions, type StartReceiverOptions, type ReceiverHandle } from './server.js';
+export { createReceiverApp, type ReceiverAppOptions } from './app.js';
+export {
+  fencedEffects,
+  parseFencingToken,
+  parseEffectBody,
+  IDEMPOTENT_REPLAYED_HEADER,
+  type FencedEffectsOptions,
+} from './middleware.js';
+export { FaultController, faultSchema, type Fault, type FaultRequest } from './faults.js';
+export { ReceiverError, STATUS_BY_CODE, type ReceiverErrorCode } from './errors.js';
+export { receiverErrors } from './http-errors.js';
+export {
+  judge,
+  systemClock,
+  type Clock,
+  type Effect,
+  type EffectRequest,
+  type JobState,
+  type Judgement,
+  type Outcome,
+} from './rules.js';
+export {
+  recordEffect,
+  type ApplyEffect,
+  type EffectStore,
+  type JournalEntry,
+  type Recorded,
+  type Totals,
+} from './store.js';
+export {
+  createKnexEffectStore,
+  openSqliteEffectStore,
+  type KnexEffectStoreOptions,
+  type SqliteEffectStoreOptions,
+} from './knex-store.js';
+export { migrateReceiver, receiverMigrationSource, RECEIVER_MIGRATIONS_TABLE } from './migrations/index.js';
+export {
+  signatureHeader,
+  verifySignature,
+  SIGNATURE_HEADER,
+  FENCING_TOKEN_HEADER,
+  SIGNATURE_TOLERANCE_MS,
+  type SignatureCheck,
+} from './signature.js';

@@ -1,0 +1,151 @@
+// The knex implementation of EffectStore, opened on SQLite through queue/sqlite.ts. All of the
+// receiver's SQL lives here, and rows are mapped to Effect/JournalEntry objects in one place.
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Knex } from 'knex';
+import { openSqlite, retryBusy } from '../queue/sqlite.js';
+import { migrateReceiver } from './migrations/index.js';
+import type { Effect, JobState, Outcome } from './rules.js';
+import type { EffectStore, JournalEntry, Totals } from './store.js';
+
+const EFFECTS = 'receiver_effects';
+const JOURNAL = 'receiver_journal';
+
+interface EffectRow {
+  job_id: string;
+  qty: number | string;
+  token: number | string;
+  applied_at: number | string;
+  highest_token: number | string;
+}
+
+interface JournalRow {
+  seq: number | string;
+  job_id: string;
+  qty: number | string;
+  token: number | string;
+  outcome: string;
+  at: number | string;
+}
+
+// Number(): PostgreSQL's driver returns bigint columns as strings; SQLite returns numbers.
+const toEffect = (row: EffectRow): Effect => ({
+  jobId: row.job_id,
+  qty: Number(row.qty),
+  token: Number(row.token),
+  appliedAt: Number(row.applied_at),
+});
+
+const toJournalEntry = (row: JournalRow): JournalEntry => ({
+  seq: Number(row.seq),
+  jobId: row.job_id,
+  qty: Number(row.qty),
+  token: Number(row.token),
+  outcome: row.outcome as Outcome,
+  at: Number(row.at),
+});
+
+export interface KnexEffectStoreOptions {
+  knex: Knex;
+  /** Wraps each whole transaction, e.g. to retry it while SQLite reports SQLITE_BUSY. */
+  retry?: <T>(operation: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * An EffectStore over a knex handle whose transactions already exclude other writers
+ * (openSqlite's BEGIN IMMEDIATE). The caller migrates the database first (`migrateReceiver`).
+ */
+export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectStore<Knex.Transaction> {
+  const { knex } = options;
+  const retry = options.retry ?? (<T>(operation: () => Promise<T>) => operation());
+
+  return {
+    transaction: (work) => retry(() => knex.transaction(work)),
+
+    async readJob(tx, jobId) {
+      const row = (await tx<EffectRow>(EFFECTS).where({ job_id: jobId }).first()) as EffectRow | undefined;
+      return row && { effect: toEffect(row), highestToken: Number(row.highest_token) };
+    },
+
+    async writeJob(tx, previous, next) {
+      const { effect } = next;
+      if (previous === undefined) {
+        await tx(EFFECTS).insert({
+          job_id: effect.jobId,
+          qty: effect.qty,
+          token: effect.token,
+          applied_at: effect.appliedAt,
+          highest_token: next.highestToken,
+        });
+        return true;
+      }
+      // The WHERE clause is the precondition: the row is still the one the rules judged.
+      const updated = await tx(EFFECTS)
+        .where({ job_id: effect.jobId, highest_token: previous.highestToken, qty: previous.effect.qty })
+        .update({ highest_token: next.highestToken });
+      return updated === 1;
+    },
+
+    async appendJournal(tx, entry) {
+      const [row] = (await tx(JOURNAL)
+        .insert({ job_id: entry.jobId, qty: entry.qty, token: entry.token, outcome: entry.outcome, at: entry.at })
+        .returning('seq')) as Array<{ seq: number | string }>;
+      return { seq: Number(row?.seq), ...entry };
+    },
+
+    async listEffects() {
+      const rows = (await knex<EffectRow>(EFFECTS).orderBy([{ column: 'applied_at' }, { column: 'job_id' }])) as EffectRow[];
+      return rows.map(toEffect);
+    },
+
+    async getEffect(jobId) {
+      const row = (await knex<EffectRow>(EFFECTS).where({ job_id: jobId }).first()) as EffectRow | undefined;
+      return row && toEffect(row);
+    },
+
+    async totals(): Promise<Totals> {
+      const row = (await knex(EFFECTS).count({ effects: '*' }).sum({ qty: 'qty' }).first()) as
+        | { effects: number | string; qty: number | string | null }
+        | undefined;
+      return { effects: Number(row?.effects ?? 0), qty: Number(row?.qty ?? 0) };
+    },
+
+    async journal() {
+      const rows = (await knex<JournalRow>(JOURNAL).orderBy('seq')) as JournalRow[];
+      return rows.map(toJournalEntry);
+    },
+
+    async reset() {
+      await retry(() =>
+        knex.transaction(async (tx) => {
+          await tx(JOURNAL).delete();
+          await tx(EFFECTS).delete();
+        }),
+      );
+    },
+
+    close: () => knex.destroy(),
+  };
+}
+
+export interface SqliteEffectStoreOptions {
+  /** A file path (its parent directory is created) or `:memory:`. */
+  filename: string;
+  busyTimeoutMs?: number;
+  /** How long one transaction keeps retrying while another process holds the lock. */
+  busyBudgetMs?: number;
+}
+
+/** Opens, migrates and wraps one SQLite file: the receiver's default store. */
+export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): Promise<EffectStore<Knex.Transaction>> {
+  if (options.filename !== ':memory:') await mkdir(dirname(options.filename), { recursive: true });
+  const knex = openSqlite({ filename: options.filename, busyTimeoutMs: options.busyTimeoutMs });
+  try {
+    await retryBusy(() => migrateReceiver(knex), options.busyBudgetMs);
+  } catch (err) {
+    await knex.destroy();
+    throw err;
+  }
+  const budgetMs = options.busyBudgetMs ?? 10_000;
+  return createKnexEffectStore({ knex, retry: (operation) => retryBusy(operation, budgetMs) });
+}

@@ -1,0 +1,161 @@
+// `fencedEffects`: the receiver's fencing-and-idempotency rule as one express router, so a
+// real downstream can put its own effect behind it. The receiver's own POST /effects uses it.
+import express, { type Request, type Response, type Router } from 'express';
+import { pino, type Logger } from 'pino';
+import { z } from 'zod';
+import { ReceiverError } from './errors.js';
+import { receiverErrors } from './http-errors.js';
+import { systemClock, type Clock, type EffectRequest } from './rules.js';
+import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
+import { recordEffect, type ApplyEffect, type EffectStore } from './store.js';
+
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+export const BODY_LIMIT = '1mb';
+
+export interface FencedEffectsOptions<Tx> {
+  store: EffectStore<Tx>;
+  /** Defaults to the system clock. */
+  clock?: Clock;
+  /** When set, every request must carry a valid Leasehold-Signature (401 otherwise). */
+  secret?: string;
+  /**
+   * Performs the effect, once per job, inside the transaction that records it: throwing rolls
+   * the record back (the caller gets `500 apply_failed` and may retry). Write through `tx` to
+   * make the effect and its record one commit. Not called for duplicates, fenced or conflicts.
+   */
+  apply?: ApplyEffect<Tx>;
+  logger?: Logger;
+}
+
+const MAX_TOKEN_TEXT = 40;
+
+/** `Fencing-Token` as a safe integer >= 1; digits only, so "1.0", "1e3" and "+1" are refused. */
+export function parseFencingToken(value: string | undefined): number {
+  const field = 'Fencing-Token';
+  if (value === undefined || value.trim() === '') {
+    throw new ReceiverError(
+      'invalid_request',
+      "The Fencing-Token header is missing; send the current lease's token, an integer >= 1.",
+      { field },
+    );
+  }
+  const text = value.trim();
+  const shown = JSON.stringify(text.length > MAX_TOKEN_TEXT ? `${text.slice(0, MAX_TOKEN_TEXT)}...` : text);
+  if (!/^\d+$/.test(text)) {
+    throw new ReceiverError('invalid_request', `The Fencing-Token header must be an integer >= 1, not ${shown}.`, { field });
+  }
+  const token = Number(text);
+  if (!Number.isSafeInteger(token)) {
+    throw new ReceiverError(
+      'invalid_request',
+      `The Fencing-Token header must be a safe integer (at most ${Number.MAX_SAFE_INTEGER}), not ${shown}.`,
+      { field },
+    );
+  }
+  if (token < 1) {
+    throw new ReceiverError('invalid_request', `The Fencing-Token header must be >= 1, not ${shown}; tokens start at 1.`, { field });
+  }
+  return token;
+}
+
+const QTY_MESSAGE = `qty must be a positive safe integer (1 to ${Number.MAX_SAFE_INTEGER})`;
+const effectBodySchema = z.object(
+  {
+    jobId: z.string({ error: 'jobId is required and must be a string' }).min(1, { error: 'jobId must not be empty' }),
+    qty: z.number({ error: QTY_MESSAGE }).int({ error: QTY_MESSAGE }).positive({ error: QTY_MESSAGE }),
+  },
+  { error: 'the body must be a JSON object {"jobId": string, "qty": integer}' },
+);
+
+/** The body as `{jobId, qty}`; unknown fields are ignored and not recorded. */
+export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: number } {
+  if (raw === undefined || raw.length === 0) {
+    throw new ReceiverError('invalid_request', 'The request body is empty; send a JSON object {"jobId": string, "qty": integer}.');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new ReceiverError('invalid_request', `The request body is not valid JSON (${(err as Error).message}); send a JSON object.`);
+  }
+  const parsed = effectBodySchema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+    const sentence = issues.map((issue) => issue.message).join('; ');
+    throw new ReceiverError('invalid_request', `The request body is invalid: ${sentence}.`, { issues });
+  }
+  return parsed.data;
+}
+
+function rawBodyOf(req: Request): Buffer | undefined {
+  if (req.body === undefined || Buffer.isBuffer(req.body)) return req.body as Buffer | undefined;
+  // A JSON parser mounted earlier consumed the bytes; the signature needs them as sent.
+  throw new Error('fencedEffects needs the raw request body: mount it before any body parser (e.g. express.json()).');
+}
+
+/**
+ * A router for one route (`app.post('/effects', fencedEffects({store}))`): reads the body
+ * (1 MiB at most), checks the Fencing-Token header, the signature when a secret is set, and the
+ * body, then judges and records the request in one store transaction and answers
+ * `201 applied`, `200 duplicate` (+ `Idempotent-Replayed: true`), `409 fenced` or
+ * `422 conflict`. Errors are rendered in the contract's shape by the receiver's error handler.
+ */
+export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const { store, secret, apply } = options;
+  if (secret !== undefined && secret === '') throw new Error('fencedEffects: secret must not be empty; leave it out to disable signatures.');
+
+  const applyOnce: ApplyEffect<Tx> | undefined =
+    apply &&
+    (async (effect, tx) => {
+      try {
+        await apply(effect, tx);
+      } catch (err) {
+        logger.error({ err, jobId: effect.jobId }, 'apply failed; the effect was not recorded');
+        throw new ReceiverError(
+          'apply_failed',
+          `The effect for job "${effect.jobId}" could not be applied, so nothing was recorded; retry the request.`,
+        );
+      }
+    });
+
+  const handle = async (req: Request, res: Response) => {
+    const raw = rawBodyOf(req);
+    const token = parseFencingToken(req.get(FENCING_TOKEN_HEADER));
+    if (secret !== undefined) {
+      const check = verifySignature(secret, req.get(SIGNATURE_HEADER), token, raw ?? Buffer.alloc(0), clock.now());
+      if (!check.ok) throw new ReceiverError('invalid_signature', check.reason);
+    }
+    const request: EffectRequest = { ...parseEffectBody(raw), token };
+    const { judgement, journal } = await recordEffect(store, request, clock, applyOnce);
+    const { effect, highestToken } = judgement.state;
+    logger.info({ ...request, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
+    switch (judgement.outcome) {
+      case 'applied':
+        res.status(201).json({ outcome: 'applied', effect });
+        return;
+      case 'duplicate':
+        res.status(200).set(IDEMPOTENT_REPLAYED_HEADER, 'true').json({ outcome: 'duplicate', effect });
+        return;
+      case 'fenced':
+        throw new ReceiverError(
+          'fenced',
+          `Fencing token ${token} is lower than token ${highestToken} already seen for job "${request.jobId}": a newer lease holds this job, so stop working on it.`,
+          { jobId: request.jobId, token, highestToken },
+        );
+      case 'conflict':
+        throw new ReceiverError(
+          'conflict',
+          `Job "${request.jobId}" already has an effect with qty ${effect.qty}, not ${request.qty}; an effect is recorded once per job, so use a new jobId for a different effect.`,
+          { jobId: request.jobId, qty: request.qty, effect },
+        );
+    }
+  };
+
+  const router = express.Router();
+  router.use(express.raw({ type: () => true, limit: BODY_LIMIT }));
+  router.use(handle);
+  router.use(receiverErrors(logger));
+  return router;
+}

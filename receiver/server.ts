@@ -1,0 +1,133 @@
+// `startReceiver`: opens and migrates the store, builds the app and listens — one call used by
+// `leasehold receiver` and by other projects that start the receiver as a stub in their tests.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino, type Logger } from 'pino';
+import { createReceiverApp } from './app.js';
+import { FaultController } from './faults.js';
+import { openSqliteEffectStore } from './knex-store.js';
+import { systemClock, type Clock, type Effect } from './rules.js';
+import type { JournalEntry, Totals } from './store.js';
+
+export interface StartReceiverOptions {
+  /** Default 0: a free port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** A SQLite file path (parent directory created) or `:memory:` (the default). */
+  db?: string;
+  /** Requires a valid Leasehold-Signature on POST /effects. */
+  secret?: string;
+  /** Default true: fault injection and the /admin routes. The CLI passes false unless --test-mode. */
+  testMode?: boolean;
+  clock?: Clock;
+  /** Default: silent. */
+  logger?: Logger;
+}
+
+export interface ReceiverHandle {
+  /** `http://<host>:<port>`, without a trailing slash. */
+  url: string;
+  port: number;
+  effects(): Promise<Effect[]>;
+  effect(jobId: string): Promise<Effect | undefined>;
+  totals(): Promise<Totals>;
+  journal(): Promise<JournalEntry[]>;
+  /** Forgets effects, journal and queued faults. */
+  reset(): Promise<void>;
+  /** Queue faults for the next POST /effects requests (test mode only; throws otherwise). */
+  faults: FaultController;
+  /**
+   * Stops listening, lets requests in flight finish for up to `graceMs` (default 2000) before
+   * closing their connections, then closes the store. Safe to call twice.
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+interface ResolvedOptions {
+  port: number;
+  host: string;
+  db: string;
+  secret: string | undefined;
+  testMode: boolean;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Defaults and checks in one place; everything below takes only the resolved shape. */
+export function resolveStartOptions(options: StartReceiverOptions): ResolvedOptions {
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new RangeError(`port must be an integer from 0 to 65535 (0 picks a free port), not ${String(port)}.`);
+  }
+  if (options.secret === '') throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
+  const db = options.db ?? ':memory:';
+  if (db === '') throw new RangeError('db must be a file path or ":memory:".');
+  return {
+    port,
+    host: options.host ?? '127.0.0.1',
+    db,
+    secret: options.secret,
+    testMode: options.testMode ?? true,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? pino({ level: 'silent' }),
+  };
+}
+
+function urlOf(server: Server): { url: string; port: number } {
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return { url: `http://${host}:${address.port}`, port: address.port };
+}
+
+export async function startReceiver(options: StartReceiverOptions = {}): Promise<ReceiverHandle> {
+  const resolved = resolveStartOptions(options);
+  const { logger, clock } = resolved;
+  const store = await openSqliteEffectStore({ filename: resolved.db });
+  const faults = new FaultController(resolved.testMode);
+  const app = createReceiverApp({
+    store,
+    clock,
+    secret: resolved.secret,
+    logger,
+    faults: resolved.testMode ? faults : undefined,
+  });
+  const server = createServer(app);
+  try {
+    server.listen(resolved.port, resolved.host);
+    await once(server, 'listening');
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const { url, port } = urlOf(server);
+  logger.info({ url, db: resolved.db, testMode: resolved.testMode, signed: resolved.secret !== undefined }, 'receiver listening');
+
+  let closing: Promise<void> | undefined;
+  const close = async (graceMs: number) => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    await closed;
+    clearTimeout(force);
+    faults.clear();
+    await store.close();
+    logger.info('receiver stopped');
+  };
+
+  return {
+    url,
+    port,
+    effects: () => store.listEffects(),
+    effect: (jobId) => store.getEffect(jobId),
+    totals: () => store.totals(),
+    journal: () => store.journal(),
+    reset: async () => {
+      faults.clear();
+      await store.reset();
+    },
+    faults,
+    close: (closeOptions) => (closing ??= close(closeOptions?.graceMs ?? 2_000)),
+  };
+}
