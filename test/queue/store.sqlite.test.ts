@@ -1,0 +1,21 @@
+// The store conformance suite on real SQLite files.
+import { afterEach } from 'vitest';
+import { join } from 'node:path';
+import { openSqliteQueueStore, type QueueStore } from '../../queue/index.js';
+import { tempDir } from '../helpers/tmp.js';
+import { queueStoreSuite } from './store.suite.js';
+
+const open: QueueStore[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+});
+
+queueStoreSuite('sqlite', async ({ clock, latePolicy }) => {
+  const filename = join(tempDir('leasehold-store-'), 'queue.sqlite');
+  const openOne = async () => {
+    const store = await openSqliteQueueStore({ filename, clock, latePolicy, busyTimeoutMs: 200 });
+    open.push(store);
+    return store;
+  };
+  return { store: await openOne(), clock, openAnother: openOne };
+});

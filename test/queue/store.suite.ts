@@ -1,0 +1,442 @@
+// The queue store conformance suite: every lease rule of the contract, against any store.
+// Each dialect's test file calls `queueStoreSuite` with a factory; there is no second copy.
+import { describe, expect, test } from 'vitest';
+import type { Job, LateFinishPolicy, Lease, NewJob, QueueStore } from '../../queue/index.js';
+import { QueueError } from '../../queue/index.js';
+import { canonicalRequest } from '../../queue/schemas.js';
+import { fakeClock, type FakeClock } from '../helpers/clock.js';
+
+export interface StoreHarness {
+  store: QueueStore;
+  clock: FakeClock;
+  /** Another handle on the same database, as a second process would open it. */
+  openAnother(): Promise<QueueStore>;
+}
+
+export type StoreFactory = (options: { clock: FakeClock; latePolicy: LateFinishPolicy }) => Promise<StoreHarness>;
+
+let counter = 0;
+
+/** A valid enqueue request with overrides, built the way the HTTP app builds one. */
+export function newJobInput(overrides: Partial<Omit<NewJob, 'request'>> = {}): NewJob {
+  const fields = {
+    id: `job-${++counter}`,
+    qty: 1,
+    payload: null,
+    maxAttempts: 5,
+    priority: 0,
+    runAt: undefined,
+    deadline: undefined,
+    deadlineMs: undefined,
+    ...overrides,
+  };
+  return { ...fields, request: canonicalRequest(fields) };
+}
+
+/** Asserts that `promise` rejects with a QueueError of `code`, and returns it for more checks. */
+export async function rejection(promise: Promise<unknown>, code: string): Promise<QueueError> {
+  const outcome = await promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  if (!('error' in outcome)) {
+    throw new Error(`expected a rejection with code "${code}", but it resolved with ${JSON.stringify(outcome.value)}`);
+  }
+  expect(outcome.error, `expected a QueueError with code "${code}"`).toBeInstanceOf(QueueError);
+  expect((outcome.error as QueueError).code).toBe(code);
+  return outcome.error as QueueError;
+}
+
+export function queueStoreSuite(name: string, factory: StoreFactory): void {
+  describe(`queue store: ${name}`, () => {
+    async function setup(latePolicy: LateFinishPolicy = 'reject') {
+      const clock = fakeClock(1_000_000);
+      const harness = await factory({ clock, latePolicy });
+      const { store } = harness;
+      const enqueue = async (overrides: Partial<Omit<NewJob, 'request'>> = {}) =>
+        (await store.enqueue(newJobInput(overrides))).job;
+      const claim = async (owner = 'w1', leaseMs = 1_000): Promise<Lease> => {
+        const lease = await store.claim(owner, leaseMs);
+        if (!lease) throw new Error(`expected ${owner} to claim a job at ${clock.now()}, but nothing was claimable`);
+        return lease;
+      };
+      const job = async (id: string): Promise<Job> => {
+        const found = await store.get(id);
+        if (!found) throw new Error(`job ${id} is missing`);
+        return found;
+      };
+      return { ...harness, store, clock, enqueue, claim, job };
+    }
+
+    describe('enqueue', () => {
+      test('creates a pending job with defaults and token 0', async () => {
+        const { enqueue, clock } = await setup();
+        const job = await enqueue({ qty: 7, payload: { a: [1, 2] } });
+        expect(job).toMatchObject({
+          status: 'pending',
+          qty: 7,
+          payload: { a: [1, 2] },
+          token: 0,
+          attempts: 0,
+          maxAttempts: 5,
+          owner: null,
+          leaseUntil: null,
+          deadline: null,
+          runAt: clock.now(),
+          createdAt: clock.now(),
+        });
+      });
+
+      test('the same request again returns the existing job; a different one is job_exists', async () => {
+        const { store } = await setup();
+        const input = newJobInput({ id: 'same', qty: 3 });
+        expect((await store.enqueue(input)).created).toBe(true);
+        const again = await store.enqueue({ ...input });
+        expect(again.created).toBe(false);
+        expect(again.job.qty).toBe(3);
+        const other = newJobInput({ id: 'same', qty: 4 });
+        const err = await rejection(store.enqueue(other), 'job_exists');
+        expect(err.status).toBe(409);
+        expect((await store.get('same'))?.qty).toBe(3);
+      });
+
+      test('deadlineMs is relative to the queue clock; both deadline forms, or a passed deadline, are refused', async () => {
+        const { store, enqueue, clock } = await setup();
+        const job = await enqueue({ deadlineMs: 500 });
+        expect(job.deadline).toBe(clock.now() + 500);
+        await rejection(store.enqueue(newJobInput({ deadline: clock.now() + 10, deadlineMs: 10 })), 'invalid_request');
+        await rejection(store.enqueue(newJobInput({ id: 'late', deadline: clock.now() })), 'invalid_request');
+        expect(await store.get('late')).toBeNull();
+      });
+    });
+
+    describe('claim (rule 1)', () => {
+      test('sets owner, adds one to token and attempts, leaseUntil = now + leaseMs', async () => {
+        const { enqueue, claim, clock, job } = await setup();
+        const { id } = await enqueue({ qty: 5 });
+        const lease = await claim('alice', 2_000);
+        expect(lease).toEqual({
+          id,
+          qty: 5,
+          payload: null,
+          owner: 'alice',
+          token: 1,
+          attempt: 1,
+          leaseUntil: clock.now() + 2_000,
+          deadline: null,
+        });
+        expect(await job(id)).toMatchObject({ status: 'leased', owner: 'alice', token: 1, attempts: 1 });
+      });
+
+      test('returns null when nothing is claimable', async () => {
+        const { store } = await setup();
+        expect(await store.claim('w1', 1_000)).toBeNull();
+      });
+
+      test('a job is claimable from exactly its runAt', async () => {
+        const { store, enqueue, clock } = await setup();
+        await enqueue({ runAt: clock.now() + 100 });
+        clock.advance(99);
+        expect(await store.claim('w1', 1_000)).toBeNull();
+        clock.advance(1);
+        expect(await store.claim('w1', 1_000)).not.toBeNull();
+      });
+
+      test('higher priority first, then runAt, then order of enqueue', async () => {
+        const { enqueue, claim, clock } = await setup();
+        const t = clock.now();
+        await enqueue({ id: 'low-first' });
+        await enqueue({ id: 'late-runAt', runAt: t - 1 });
+        await enqueue({ id: 'early-runAt', runAt: t - 5 });
+        await enqueue({ id: 'high', priority: 10 });
+        await enqueue({ id: 'low-second' });
+        const order = [];
+        for (let i = 0; i < 5; i++) order.push((await claim(`w${i}`)).id);
+        expect(order).toEqual(['high', 'early-runAt', 'late-runAt', 'low-first', 'low-second']);
+      });
+    });
+
+    describe('validity boundary (rule 2)', () => {
+      test('finish is valid at leaseUntil - 1', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue();
+        const lease = await claim('w1', 1_000);
+        clock.set(lease.leaseUntil - 1);
+        const done = await store.finish(lease.id, lease, { ok: true });
+        expect(done).toMatchObject({ status: 'done', result: { ok: true } });
+      });
+
+      test('finish is rejected at exactly leaseUntil and after, and changes nothing', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue();
+        const lease = await claim('w1', 1_000);
+        clock.set(lease.leaseUntil);
+        const before = await job(lease.id);
+        const err = await rejection(store.finish(lease.id, lease, null), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'lease_expired' });
+        clock.set(lease.leaseUntil + 1);
+        await rejection(store.finish(lease.id, lease, null), 'stale_lease');
+        expect(await job(lease.id)).toEqual(before);
+      });
+
+      test('a new claim succeeds at exactly leaseUntil: no gap, no overlap', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue();
+        const first = await claim('w1', 1_000);
+        clock.set(first.leaseUntil - 1);
+        expect(await store.claim('w2', 1_000)).toBeNull();
+        clock.set(first.leaseUntil);
+        const second = await claim('w2', 1_000);
+        expect(second).toMatchObject({ id: first.id, owner: 'w2', token: 2, attempt: 2 });
+        await rejection(store.finish(first.id, first, null), 'stale_lease');
+      });
+    });
+
+    describe('fencing checks (rule 3)', () => {
+      test('each stale reason is reported in the contract order, with expected and current', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        const pending = await enqueue({ id: 'pending' });
+        let err = await rejection(store.finish(pending.id, { owner: 'w1', token: 1 }, null), 'stale_lease');
+        expect(err.details).toEqual({
+          reason: 'not_leased',
+          expected: { owner: 'w1', token: 1 },
+          current: { status: 'pending', owner: null, token: 0, leaseUntil: null },
+        });
+        const lease = await claim('w1', 1_000);
+        err = await rejection(store.heartbeat(lease.id, { owner: 'w1', token: 2 }, undefined), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'token_mismatch' });
+        err = await rejection(store.verify(lease.id, { owner: 'w2', token: 1 }), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'owner_mismatch', current: { owner: 'w1', token: 1 } });
+        clock.set(lease.leaseUntil);
+        err = await rejection(store.fail(lease.id, lease, 'boom', undefined), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'lease_expired' });
+      });
+
+      test('the same owner name re-claiming after expiry does not revive its old token', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue();
+        const old = await claim('worker-a', 1_000);
+        clock.set(old.leaseUntil);
+        const fresh = await claim('worker-a', 1_000);
+        expect(fresh.token).toBe(old.token + 1);
+        const err = await rejection(store.finish(old.id, old, null), 'stale_lease');
+        expect(err.details).toMatchObject({
+          reason: 'token_mismatch',
+          expected: { owner: 'worker-a', token: old.token },
+          current: { status: 'leased', owner: 'worker-a', token: fresh.token, leaseUntil: fresh.leaseUntil },
+        });
+        expect(err.message).toContain(`token ${old.token}`);
+        expect(err.message).toContain(`token ${fresh.token}`);
+        expect(err.message).toContain('"worker-a"');
+        expect((await store.finish(fresh.id, fresh, null)).status).toBe('done');
+      });
+
+      test('unknown jobs are unknown_job on every fenced operation', async () => {
+        const { store } = await setup();
+        const who = { owner: 'w1', token: 1 };
+        await rejection(store.finish('nope', who, null), 'unknown_job');
+        await rejection(store.heartbeat('nope', who, undefined), 'unknown_job');
+        await rejection(store.fail('nope', who, 'x', undefined), 'unknown_job');
+        await rejection(store.verify('nope', who), 'unknown_job');
+      });
+
+      test('finish of a done job is not_leased', async () => {
+        const { store, enqueue, claim } = await setup();
+        await enqueue();
+        const lease = await claim();
+        await store.finish(lease.id, lease, null);
+        const err = await rejection(store.finish(lease.id, lease, null), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'not_leased', current: { status: 'done' } });
+      });
+    });
+
+    describe('heartbeat, verify, fail', () => {
+      test('heartbeat renews for the length the claim asked for, or a new leaseMs', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue();
+        const lease = await claim('w1', 1_000);
+        clock.advance(600);
+        const renewed = await store.heartbeat(lease.id, lease, undefined);
+        expect(renewed.leaseUntil).toBe(clock.now() + 1_000);
+        clock.advance(600);
+        const longer = await store.heartbeat(lease.id, lease, 5_000);
+        expect(longer.leaseUntil).toBe(clock.now() + 5_000);
+        clock.advance(4_999);
+        expect((await store.verify(lease.id, lease)).token).toBe(1);
+      });
+
+      test('verify is read-only', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue();
+        const lease = await claim();
+        const before = await job(lease.id);
+        clock.advance(10);
+        expect(await store.verify(lease.id, lease)).toEqual(lease);
+        expect(await job(lease.id)).toEqual(before);
+      });
+
+      test('fail returns the job to pending at now + retryInMs, keeps the error, and the next claim gets a new token', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue();
+        const lease = await claim();
+        const failed = await store.fail(lease.id, lease, 'downstream said no', 250);
+        expect(failed).toMatchObject({ status: 'pending', runAt: clock.now() + 250, lastError: 'downstream said no' });
+        clock.advance(249);
+        expect(await store.claim('w2', 1_000)).toBeNull();
+        clock.advance(1);
+        expect(await claim('w2')).toMatchObject({ token: 2, attempt: 2 });
+      });
+
+      test('fail without retryInMs backs off more with each attempt', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue();
+        const delays: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const lease = await claim();
+          const failed = await store.fail(lease.id, lease, 'again', undefined);
+          delays.push(failed.runAt - clock.now());
+          clock.set(failed.runAt);
+        }
+        expect(delays[0]).toBeGreaterThan(0);
+        expect(delays[1]).toBeGreaterThan(delays[0]!);
+        expect(delays[2]).toBeGreaterThan(delays[1]!);
+      });
+    });
+
+    describe('deadline (rule 4)', () => {
+      test('deadline 100, now 0, leaseMs 1000 gives leaseUntil 100', async () => {
+        const { store, enqueue, clock } = await setup();
+        clock.set(0);
+        await enqueue({ deadline: 100 });
+        const lease = await store.claim('w1', 1_000);
+        expect(lease?.leaseUntil).toBe(100);
+        clock.set(50);
+        expect((await store.heartbeat(lease!.id, lease!, 1_000)).leaseUntil).toBe(100);
+      });
+
+      test('at the deadline the lease is refused as deadline_passed and the job is never claimed again', async () => {
+        const { store, enqueue, clock, job } = await setup();
+        clock.set(0);
+        const { id } = await enqueue({ deadline: 100 });
+        const lease = (await store.claim('w1', 1_000))!;
+        clock.set(99);
+        expect((await store.verify(id, lease)).token).toBe(1);
+        clock.set(100);
+        const err = await rejection(store.finish(id, lease, null), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'deadline_passed' });
+        expect(await store.claim('w2', 1_000)).toBeNull();
+        expect(await job(id)).toMatchObject({ status: 'dead', deadReason: 'deadline_passed', token: 1 });
+      });
+
+      test('a pending job whose deadline passes before its runAt is quarantined by the next claim', async () => {
+        const { store, enqueue, clock, job } = await setup();
+        clock.set(0);
+        const { id } = await enqueue({ deadline: 100, runAt: 500 });
+        clock.set(100);
+        expect(await store.claim('w1', 1_000)).toBeNull();
+        expect(await job(id)).toMatchObject({ status: 'dead', deadReason: 'deadline_passed', token: 0 });
+      });
+    });
+
+    describe('attempts (rule 5)', () => {
+      test('an expired job with spent attempts is quarantined, never given a new token', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        const { id } = await enqueue({ maxAttempts: 2 });
+        const first = await claim('w1', 1_000);
+        clock.set(first.leaseUntil);
+        const second = await claim('w2', 1_000);
+        expect(second.attempt).toBe(2);
+        clock.set(second.leaseUntil);
+        expect(await store.claim('w3', 1_000)).toBeNull();
+        expect(await job(id)).toMatchObject({ status: 'dead', deadReason: 'attempts_exhausted', token: 2, attempts: 2 });
+        await rejection(store.finish(id, second, null), 'stale_lease');
+      });
+
+      test('a fail that spends the last attempt makes the job dead', async () => {
+        const { store, enqueue, claim } = await setup();
+        await enqueue({ maxAttempts: 1 });
+        const lease = await claim();
+        const failed = await store.fail(lease.id, lease, 'fatal', 0);
+        expect(failed).toMatchObject({ status: 'dead', deadReason: 'attempts_exhausted', lastError: 'fatal' });
+        expect(await store.claim('w2', 1_000)).toBeNull();
+      });
+    });
+
+    test('no theft by polling (rule 6): a valid lease is never handed out again', async () => {
+      const { store, enqueue, claim, clock, job } = await setup();
+      await enqueue();
+      const lease = await claim('holder', 1_000);
+      for (let i = 0; i < 50; i++) {
+        clock.set(lease.leaseUntil - 50 + i);
+        expect(await store.claim(`poller-${i}`, 1_000), `poll ${i} at ${clock.now()}`).toBeNull();
+      }
+      expect(await job(lease.id)).toMatchObject({ owner: 'holder', token: 1, attempts: 1 });
+    });
+
+    test('no lock is held after a claim (rule 7): another connection enqueues and claims during the send', async () => {
+      const { store, enqueue, claim, openAnother } = await setup();
+      await enqueue({ id: 'first' });
+      const lease = await claim('sender');
+      const other = await openAnother();
+      try {
+        // The worker is now "sending": the other connection must not wait on a lock.
+        const started = performance.now();
+        await other.enqueue(newJobInput({ id: 'second' }));
+        const second = await other.claim('other', 1_000);
+        const elapsedMs = performance.now() - started;
+        expect(second?.id).toBe('second');
+        expect(elapsedMs, 'enqueue + claim on another connection while a lease is held').toBeLessThan(1_000);
+        expect((await store.finish(lease.id, lease, null)).status).toBe('done');
+      } finally {
+        await other.close();
+      }
+    });
+
+    describe('late-finish policy (rule 9)', () => {
+      test('if-unclaimed: the current token may still finish after expiry while nobody claimed', async () => {
+        const { store, enqueue, claim, clock } = await setup('if-unclaimed');
+        await enqueue();
+        const lease = await claim('w1', 1_000);
+        clock.set(lease.leaseUntil + 500);
+        expect((await store.verify(lease.id, lease)).token).toBe(1);
+        expect((await store.heartbeat(lease.id, lease, undefined)).leaseUntil).toBe(clock.now() + 1_000);
+        clock.advance(5_000);
+        expect((await store.finish(lease.id, lease, null)).status).toBe('done');
+      });
+
+      test('if-unclaimed: once someone claimed, the old token is refused', async () => {
+        const { store, enqueue, claim, clock } = await setup('if-unclaimed');
+        await enqueue();
+        const lease = await claim('w1', 1_000);
+        clock.set(lease.leaseUntil);
+        await claim('w2', 1_000);
+        const err = await rejection(store.finish(lease.id, lease, null), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'token_mismatch' });
+      });
+
+      test('if-unclaimed: the deadline still applies', async () => {
+        const { store, enqueue, clock } = await setup('if-unclaimed');
+        clock.set(0);
+        await enqueue({ deadline: 100 });
+        const lease = (await store.claim('w1', 50))!;
+        clock.set(100);
+        const err = await rejection(store.finish(lease.id, lease, null), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'deadline_passed' });
+      });
+    });
+
+    test('list and stats count every status, zeros included', async () => {
+      const { store, enqueue, claim } = await setup();
+      expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
+      await enqueue({ id: 'a' });
+      await enqueue({ id: 'b' });
+      await enqueue({ id: 'c', maxAttempts: 1 });
+      const a = await claim();
+      await store.finish(a.id, a, null);
+      await claim();
+      expect(await store.stats()).toEqual({ pending: 1, leased: 1, done: 1, dead: 0 });
+      expect((await store.list({ status: 'pending', limit: 10 })).map((j) => j.id)).toEqual(['c']);
+      expect((await store.list({ limit: 2 })).map((j) => j.id)).toEqual(['a', 'b']);
+    });
+  });
+}
