@@ -1,0 +1,116 @@
+// Shared setup for the receiver tests: a store on a real SQLite file in a temp dir, closed
+// after each test, a plain HTTP client that reports socket errors by code, and error checks.
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, expect } from 'vitest';
+import type { Knex } from 'knex';
+import { openSqliteEffectStore, type EffectStore, type JournalEntry, type Totals, type Effect } from '../../receiver/index.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+/** Runs `close` after the current test, pass or fail. */
+export function closeAfterTest(close: () => Promise<void>): void {
+  closers.push(close);
+}
+
+/** A migrated store on a fresh SQLite file; `filename` lets a test open a second handle on it. */
+export async function sqliteStore(dir = tempDir('leasehold-receiver-')): Promise<{
+  store: EffectStore<Knex.Transaction>;
+  filename: string;
+  openAnother(): Promise<EffectStore<Knex.Transaction>>;
+}> {
+  const filename = join(dir, 'receiver.sqlite');
+  const openOne = async () => {
+    const store = await openSqliteEffectStore({ filename, busyTimeoutMs: 200 });
+    closeAfterTest(() => store.close());
+    return store;
+  };
+  return { store: await openOne(), filename, openAnother: openOne };
+}
+
+/** Everything a rejected request must leave untouched. */
+export interface Snapshot {
+  effects: Effect[];
+  totals: Totals;
+  journal: JournalEntry[];
+}
+
+export async function snapshot(source: {
+  effects?: () => Promise<Effect[]>;
+  listEffects?: () => Promise<Effect[]>;
+  totals(): Promise<Totals>;
+  journal(): Promise<JournalEntry[]>;
+}): Promise<Snapshot> {
+  const effects = await (source.listEffects ?? source.effects)!();
+  return { effects, totals: await source.totals(), journal: await source.journal() };
+}
+
+export interface ErrorBody {
+  status: number;
+  body: { error?: { code?: string; message?: string } & Record<string, unknown> } & Record<string, unknown>;
+}
+
+/** Asserts status and error code together (so a failure shows both), and an actionable message. */
+export function expectError(res: ErrorBody, status: number, code: string): void {
+  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
+  expect(typeof res.body.error?.message, JSON.stringify(res.body)).toBe('string');
+  expect(res.body.error?.message?.length ?? 0, JSON.stringify(res.body)).toBeGreaterThan(20);
+}
+
+export interface HttpResult {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: any;
+}
+
+/**
+ * One HTTP request on its own connection (no agent), so a reset of one request's socket is
+ * seen as that request's error (`ECONNRESET`), never as a later request's.
+ */
+export function send(
+  url: string,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<HttpResult> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      new URL(options.path ?? '/', url),
+      { method: options.method ?? 'GET', headers: options.headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = text === '' ? undefined : JSON.parse(text);
+          } catch {
+            // Not JSON: keep the text, so the assertion shows what came back.
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+      },
+    );
+    req.on('error', reject);
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+/** POST /effects with a Fencing-Token and a JSON body. */
+export function postEffect(
+  url: string,
+  effect: { jobId: string; qty: number; token: number },
+  headers: Record<string, string> = {},
+): Promise<HttpResult> {
+  return send(url, {
+    method: 'POST',
+    path: '/effects',
+    headers: { 'content-type': 'application/json', 'fencing-token': String(effect.token), ...headers },
+    body: JSON.stringify({ jobId: effect.jobId, qty: effect.qty }),
+  });
+}

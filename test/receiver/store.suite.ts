@@ -1,0 +1,143 @@
+// The receiver store conformance suite: recording, reads, reset and racing writers, against
+// any EffectStore. Each dialect's test file calls `effectStoreSuite`; there is no second copy.
+import { describe, expect, test } from 'vitest';
+import { judge, recordEffect, type EffectStore, type JobState, type JournalEntry } from '../../receiver/index.js';
+import { fakeClock } from '../helpers/clock.js';
+
+export interface EffectStoreHarness<Tx> {
+  store: EffectStore<Tx>;
+  /** Another handle on the same database, as a second process would open it. */
+  openAnother(): Promise<EffectStore<Tx>>;
+}
+
+/** Replays a journal through the pure rules: every recorded outcome must be what judge says. */
+export function replayJournal(journal: JournalEntry[]): Array<{ seq: number; recorded: string; replayed: string }> {
+  const states = new Map<string, JobState>();
+  return journal.map((entry) => {
+    const judgement = judge(states.get(entry.jobId), entry, entry.at);
+    states.set(entry.jobId, judgement.state);
+    return { seq: entry.seq, recorded: entry.outcome, replayed: judgement.outcome };
+  });
+}
+
+export function effectStoreSuite<Tx>(name: string, factory: () => Promise<EffectStoreHarness<Tx>>): void {
+  describe(`receiver store: ${name}`, () => {
+    async function setup() {
+      const clock = fakeClock(1_000_000);
+      const harness = await factory();
+      const record = (jobId: string, qty: number, token: number) =>
+        recordEffect(harness.store, { jobId, qty, token }, clock).then((r) => r.judgement.outcome);
+      return { ...harness, clock, record };
+    }
+
+    test('records each outcome, keeps the first effect and journals every judged request in order', async () => {
+      const { store, clock, record } = await setup();
+      expect(await record('a', 5, 3)).toBe('applied');
+      clock.advance(10);
+      expect(await record('a', 5, 6)).toBe('duplicate');
+      clock.advance(10);
+      expect(await record('a', 5, 4)).toBe('fenced');
+      expect(await record('a', 9, 6)).toBe('conflict');
+      expect(await record('b', 2, 1)).toBe('applied');
+
+      expect(await store.getEffect('a')).toEqual({ jobId: 'a', qty: 5, token: 3, appliedAt: 1_000_000 });
+      expect(await store.getEffect('missing')).toBeUndefined();
+      expect(await store.listEffects()).toEqual([
+        { jobId: 'a', qty: 5, token: 3, appliedAt: 1_000_000 },
+        { jobId: 'b', qty: 2, token: 1, appliedAt: 1_000_020 },
+      ]);
+      expect(await store.totals()).toEqual({ effects: 2, qty: 7 });
+      const journal = await store.journal();
+      expect(journal.map(({ jobId, qty, token, outcome, at }) => ({ jobId, qty, token, outcome, at }))).toEqual([
+        { jobId: 'a', qty: 5, token: 3, outcome: 'applied', at: 1_000_000 },
+        { jobId: 'a', qty: 5, token: 6, outcome: 'duplicate', at: 1_000_010 },
+        { jobId: 'a', qty: 5, token: 4, outcome: 'fenced', at: 1_000_020 },
+        { jobId: 'a', qty: 9, token: 6, outcome: 'conflict', at: 1_000_020 },
+        { jobId: 'b', qty: 2, token: 1, outcome: 'applied', at: 1_000_020 },
+      ]);
+      const seqs = journal.map((entry) => entry.seq);
+      expect(seqs, 'journal seq strictly increasing').toEqual([...seqs].sort((x, y) => x - y));
+      expect(new Set(seqs).size).toBe(seqs.length);
+    });
+
+    test('a duplicate with a higher token raises the highest token, so the old token is then fenced', async () => {
+      const { record } = await setup();
+      await record('a', 5, 3);
+      expect(await record('a', 5, 3)).toBe('duplicate');
+      expect(await record('a', 5, 8)).toBe('duplicate');
+      expect(await record('a', 5, 3)).toBe('fenced');
+      expect(await record('a', 5, 7)).toBe('fenced');
+      expect(await record('a', 5, 8)).toBe('duplicate');
+    });
+
+    test('rejected requests do not raise the highest token', async () => {
+      const { record } = await setup();
+      await record('a', 5, 3);
+      expect(await record('a', 6, 9)).toBe('conflict');
+      expect(await record('a', 5, 4)).toBe('duplicate');
+    });
+
+    test('tokens and quantities up to 2^53 - 1 round-trip exactly', async () => {
+      const { store, record } = await setup();
+      const max = Number.MAX_SAFE_INTEGER;
+      expect(await record('big', max, max - 1)).toBe('applied');
+      expect(await record('big', max, max)).toBe('duplicate');
+      expect(await record('big', max, max - 1)).toBe('fenced');
+      expect(await store.getEffect('big')).toMatchObject({ qty: max, token: max - 1 });
+    });
+
+    test('apply runs once, inside the transaction; when it throws nothing is recorded', async () => {
+      const { store, clock } = await setup();
+      const applied: string[] = [];
+      const failing = recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, clock, async () => {
+        throw new Error('downstream is down');
+      });
+      await expect(failing).rejects.toThrow('downstream is down');
+      expect(await store.totals()).toEqual({ effects: 0, qty: 0 });
+      expect(await store.journal()).toEqual([]);
+
+      const apply = async (effect: { jobId: string }) => {
+        applied.push(effect.jobId);
+      };
+      expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, clock, apply)).judgement.outcome).toBe('applied');
+      expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 2 }, clock, apply)).judgement.outcome).toBe('duplicate');
+      expect(applied).toEqual(['a']);
+    });
+
+    test('reset forgets effects and the journal', async () => {
+      const { store, record } = await setup();
+      await record('a', 5, 3);
+      await store.reset();
+      expect({ effects: await store.listEffects(), totals: await store.totals(), journal: await store.journal() }).toEqual({
+        effects: [],
+        totals: { effects: 0, qty: 0 },
+        journal: [],
+      });
+      expect(await record('a', 6, 1)).toBe('applied');
+    });
+
+    test('racing writers on two handles: each job gets exactly one applied, and the journal replays', async () => {
+      const { store, openAnother, clock } = await setup();
+      const other = await openAnother();
+      const stores = [store, other];
+      const jobs = ['r1', 'r2', 'r3'];
+      const attempts = jobs.flatMap((jobId) =>
+        Array.from({ length: 12 }, (_, i) => ({ jobId, qty: 4, token: 1 + ((i * 7) % 5) })),
+      );
+      const outcomes = await Promise.all(
+        attempts.map((attempt, i) =>
+          recordEffect(stores[i % 2]!, attempt, clock).then((r) => ({ jobId: attempt.jobId, outcome: r.judgement.outcome })),
+        ),
+      );
+      for (const jobId of jobs) {
+        const applied = outcomes.filter((o) => o.jobId === jobId && o.outcome === 'applied').length;
+        expect({ jobId, applied }).toEqual({ jobId, applied: 1 });
+      }
+      expect(await store.totals()).toEqual({ effects: 3, qty: 12 });
+      const journal = await other.journal();
+      expect(journal.length).toBe(attempts.length);
+      const mismatches = replayJournal(journal).filter((row) => row.recorded !== row.replayed);
+      expect(mismatches).toEqual([]);
+    });
+  });
+}
