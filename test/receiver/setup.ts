@@ -39,14 +39,8 @@ export interface Snapshot {
   journal: JournalEntry[];
 }
 
-export async function snapshot(source: {
-  effects?: () => Promise<Effect[]>;
-  listEffects?: () => Promise<Effect[]>;
-  totals(): Promise<Totals>;
-  journal(): Promise<JournalEntry[]>;
-}): Promise<Snapshot> {
-  const effects = await (source.listEffects ?? source.effects)!();
-  return { effects, totals: await source.totals(), journal: await source.journal() };
+export async function snapshot(store: EffectStore<unknown> | EffectStore<Knex.Transaction>): Promise<Snapshot> {
+  return { effects: await store.listEffects(), totals: await store.totals(), journal: await store.journal() };
 }
 
 export interface ErrorBody {
