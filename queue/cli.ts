@@ -2,6 +2,7 @@
 // The `leasehold` command: one entry point that starts each service, a worker or the demo.
 import { Command } from 'commander';
 import { queueCommand } from './main.js';
+import { gatewayCommand } from '../gateway/main.js';
 import { receiverCommand } from '../receiver/main.js';
 
 const program = new Command('leasehold')
@@ -11,6 +12,7 @@ const program = new Command('leasehold')
 
 // Each service registers its own subcommand below (see each folder's main.ts).
 program.addCommand(queueCommand());
+program.addCommand(gatewayCommand());
 program.addCommand(receiverCommand());
 
 await program.parseAsync(process.argv);

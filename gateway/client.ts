@@ -1,0 +1,85 @@
+// A typed client for the gateway's `POST /send`. Error answers come back as the same
+// GatewayError (code, status, details) the gateway rendered; an unreachable gateway is
+// `gateway_unavailable`; an aborted send rejects with the signal's reason.
+import http from 'node:http';
+import { GatewayError, isGatewayErrorCode, type GatewayErrorCode } from './errors.js';
+import { exchange } from './http-exchange.js';
+
+export interface GatewayClientOptions {
+  /**
+   * How long one send may take. The gateway itself answers within its retry budget (10 s by
+   * default) plus a queue round trip, so the default leaves room for that.
+   */
+  timeoutMs?: number;
+  agent?: http.Agent;
+}
+
+export interface SendInput {
+  jobId: string;
+  owner: string;
+  token: number;
+  qty: number;
+}
+
+export interface SendOutcome {
+  outcome: 'applied' | 'duplicate';
+  effect: { jobId: string; qty: number; token: number; appliedAt: number };
+}
+
+export class GatewayClient {
+  readonly baseUrl: URL;
+  private readonly agent: http.Agent;
+  private readonly ownsAgent: boolean;
+  private readonly timeoutMs: number;
+
+  constructor(baseUrl: string, options: GatewayClientOptions = {}) {
+    this.baseUrl = new URL(baseUrl);
+    this.agent = options.agent ?? new http.Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+    this.ownsAgent = options.agent === undefined;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Forwards one effect under the caller's lease. Abort `signal` when the lease is lost. */
+  async send(input: SendInput, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
+    const url = new URL('send', this.baseUrl.href.endsWith('/') ? this.baseUrl : `${this.baseUrl.href}/`);
+    const body = Buffer.from(JSON.stringify(input));
+    const result = await exchange({ method: 'POST', url, body, timeoutMs: this.timeoutMs, agent: this.agent, signal: options.signal });
+    switch (result.kind) {
+      case 'aborted':
+        throw options.signal?.reason ?? new DOMException('The send was aborted.', 'AbortError');
+      case 'response':
+        if (result.status === 200) return result.body as SendOutcome;
+        throw errorFromResponse(result.status, result.body);
+      case 'timeout':
+        throw new GatewayError(
+          'gateway_unavailable',
+          `The gateway at ${this.baseUrl.origin} did not answer within ${this.timeoutMs} ms; the effect may or may not have been applied — send again, it is idempotent.`,
+          { cause: 'timeout' },
+        );
+      default:
+        throw new GatewayError(
+          'gateway_unavailable',
+          `The gateway at ${this.baseUrl.origin} could not be reached (${result.code}: ${result.message}); send again once it is back.`,
+          { cause: result.kind },
+        );
+    }
+  }
+
+  close(): void {
+    if (this.ownsAgent) this.agent.destroy();
+  }
+}
+
+/** Rebuilds the gateway's GatewayError from an error answer. */
+export function errorFromResponse(status: number, body: unknown): GatewayError {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  if (error && isGatewayErrorCode(error.code)) {
+    const { code, message, ...details } = error as { code: GatewayErrorCode; message?: unknown };
+    return new GatewayError(code, typeof message === 'string' ? message : `The gateway answered ${status} ${code}.`, details, status);
+  }
+  return new GatewayError(
+    status >= 500 ? 'internal' : 'invalid_request',
+    `The gateway answered ${status} without a recognisable error body.`,
+    { status },
+  );
+}

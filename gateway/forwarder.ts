@@ -1,0 +1,34 @@
+// Forwards one effect to the receiver: `POST /effects` stamped with the verified fencing token
+// and, when a secret is set, signed with the receiver's own signing module over the exact bytes
+// sent. One keep-alive agent per forwarder, so retries and busy workers reuse connections.
+import http from 'node:http';
+import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
+import { exchange, type Exchange } from './http-exchange.js';
+
+export interface ForwarderOptions {
+  receiverUrl: URL;
+  secret: string | undefined;
+  /** Read for each attempt, so every signature carries a fresh timestamp. */
+  now: () => number;
+}
+
+export interface Forwarder {
+  forward(effect: { jobId: string; qty: number }, token: number, timeoutMs: number, signal?: AbortSignal): Promise<Exchange>;
+  close(): void;
+}
+
+export function createForwarder({ receiverUrl, secret, now }: ForwarderOptions): Forwarder {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+  const url = new URL('effects', receiverUrl.href.endsWith('/') ? receiverUrl : `${receiverUrl.href}/`);
+  return {
+    forward(effect, token, timeoutMs, signal) {
+      const body = Buffer.from(JSON.stringify({ jobId: effect.jobId, qty: effect.qty }));
+      const headers: Record<string, string> = { [FENCING_TOKEN_HEADER]: String(token) };
+      if (secret !== undefined) headers[SIGNATURE_HEADER] = signatureHeader(secret, token, body, now());
+      return exchange({ method: 'POST', url, body, headers, timeoutMs, agent, signal });
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}

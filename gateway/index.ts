@@ -1,0 +1,21 @@
+// The gateway's public surface: rules, app, service, client. Named exports only.
+export {
+  attemptTimeoutMs,
+  backoffMs,
+  classifyAttempt,
+  describeUpstreamFailure,
+  failureOf,
+  shouldRetry,
+  upstreamStatus,
+  type AttemptClass,
+  type AttemptFailure,
+  type RetryDecision,
+  type RetryPolicy,
+  type RetryState,
+} from './rules.js';
+export type { Exchange } from './http-exchange.js';
+export { GatewayError, GATEWAY_ERROR_STATUS, type GatewayErrorCode } from './errors.js';
+export { GATEWAY_DEFAULTS, resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './options.js';
+export { createGatewayApp, type GatewayApp } from './app.js';
+export { startGateway, type GatewayService, type GatewayServiceOptions } from './service.js';
+export { GatewayClient, type GatewayClientOptions, type SendInput, type SendOutcome } from './client.js';

@@ -1,0 +1,140 @@
+// `leasehold gateway`: parse flags, start the gateway, print its URL, stop cleanly on a signal.
+// The only gateway module that touches `process`.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import pino from 'pino';
+import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
+import { startGateway, type GatewayService } from './service.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+interface GatewayFlags {
+  port: number;
+  host: string;
+  queue: string;
+  receiver: string;
+  secret?: string;
+  receiverTimeoutMs: number;
+  queueTimeoutMs: number;
+  retryAttempts: number;
+  retryBudgetMs: number;
+  logLevel: string;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError('expected an integer from 0 to 65535.');
+  return port;
+}
+
+function parsePositive(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer.');
+  return n;
+}
+
+export function gatewayCommand(): Command {
+  const d = GATEWAY_DEFAULTS;
+  return new Command('gateway')
+    .description(
+      'Run the fencing gateway: POST /send verifies the lease with the queue, then forwards the effect to the receiver stamped with the verified fencing token.',
+    )
+    .addOption(new Option('--port <port>', 'TCP port to listen on; 0 picks a free port').argParser(parsePort).default(4200))
+    .option('--host <host>', 'address to bind to', '127.0.0.1')
+    .option('--queue <url>', "the queue's base URL (leases are verified there)", 'http://127.0.0.1:4100')
+    .option('--receiver <url>', "the receiver's base URL (effects are forwarded there)", 'http://127.0.0.1:4300')
+    .addOption(
+      new Option('--secret <secret>', 'shared secret: sign every forwarded request with Leasehold-Signature').env('LEASEHOLD_SECRET'),
+    )
+    .addOption(
+      new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver').argParser(parsePositive).default(d.receiverTimeoutMs),
+    )
+    .addOption(
+      new Option('--queue-timeout-ms <ms>', 'how long one lease check waits for the queue').argParser(parsePositive).default(d.queueTimeoutMs),
+    )
+    .addOption(
+      new Option('--retry-attempts <n>', 'attempts per send, the first included, after timeouts, resets and 5xx (1 = no retry)')
+        .argParser(parsePositive)
+        .default(d.retryAttempts),
+    )
+    .addOption(
+      new Option('--retry-budget-ms <ms>', 'all attempts of one send start and end within this long (at least --receiver-timeout-ms)')
+        .argParser(parsePositive)
+        .default(d.retryBudgetMs),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'level of the JSON logs written to stderr')
+        .choices(LOG_LEVELS)
+        .default(process.env.LEASEHOLD_LOG_LEVEL ?? 'info'),
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'On start it prints one line to stdout: "leasehold gateway listening on http://<host>:<port>".',
+        'Every retry first verifies the lease again; retries stop when it is no longer current (409 stale_lease)',
+        'or the budget is spent (502/504 upstream_unavailable). Backoff is exponential with jitter, from 100 ms up to 2 s.',
+        'Prefer LEASEHOLD_SECRET to --secret: command lines are visible to other users of the machine.',
+      ].join('\n'),
+    )
+    .action(async (flags: GatewayFlags, command: Command) => {
+      if (flags.secret === '') command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
+      const options = {
+        queueUrl: flags.queue,
+        receiverUrl: flags.receiver,
+        secret: flags.secret,
+        receiverTimeoutMs: flags.receiverTimeoutMs,
+        queueTimeoutMs: flags.queueTimeoutMs,
+        retryAttempts: flags.retryAttempts,
+        retryBudgetMs: flags.retryBudgetMs,
+      };
+      try {
+        resolveGatewayOptions(options);
+      } catch (err) {
+        command.error(`error: ${(err as Error).message}`);
+      }
+      await runGateway({ ...options, host: flags.host, port: flags.port }, flags.logLevel);
+    });
+}
+
+async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {
+  // Synchronous stderr writes: nothing logged is lost when the process exits right after.
+  const logger = pino({ name: 'gateway', level: logLevel }, pino.destination({ dest: 2, sync: true }));
+  let service: GatewayService;
+  try {
+    service = await startGateway({ ...options, logger });
+  } catch (err) {
+    logger.fatal({ err }, 'gateway could not start');
+    process.exitCode = 1;
+    return;
+  }
+  logger.info(
+    { url: service.url, queue: options.queueUrl, receiver: options.receiverUrl, signed: options.secret !== undefined },
+    'gateway ready',
+  );
+  process.stdout.write(`leasehold gateway listening on ${service.url}\n`);
+
+  // Sends in flight may be mid-retry: wait up to their budget, then a little more, then exit anyway.
+  const forceAfterMs = (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) + 5_000;
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    setTimeout(() => {
+      logger.error(`did not stop within ${forceAfterMs} ms; exiting`);
+      process.exit(1);
+    }, forceAfterMs).unref();
+    service.close().then(
+      () => {
+        logger.info('gateway stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

@@ -1,0 +1,104 @@
+// The gateway's options: defaults in one object, one function that checks ranges and
+// relations, and a resolved type that everything inside the gateway takes.
+import pino, { type Logger } from 'pino';
+import type { RetryPolicy } from './rules.js';
+
+export const GATEWAY_DEFAULTS = {
+  receiverTimeoutMs: 2_000,
+  queueTimeoutMs: 2_000,
+  retryAttempts: 3,
+  retryBudgetMs: 10_000,
+  backoffBaseMs: 100,
+  backoffMaxMs: 2_000,
+} as const;
+
+export interface GatewayOptions {
+  /** The queue's base URL; the gateway calls its `POST /jobs/:id/verify`. */
+  queueUrl: string;
+  /** The receiver's base URL; the gateway calls its `POST /effects`. */
+  receiverUrl: string;
+  /** Shared with the receiver: each forwarded request is signed. Undefined sends unsigned. */
+  secret?: string | undefined;
+  /** How long one attempt waits for the receiver (default 2000). */
+  receiverTimeoutMs?: number;
+  /** How long one verify waits for the queue (default 2000). */
+  queueTimeoutMs?: number;
+  /** Attempts per send, the first included (default 3). */
+  retryAttempts?: number;
+  /** Attempts start, and are cut off, within this long after the send began (default 10000). */
+  retryBudgetMs?: number;
+  /** First backoff before jitter (default 100); doubles per attempt up to `backoffMaxMs` (default 2000). */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Default: silent. */
+  logger?: Logger;
+  /** Default: Date.now. Used for the retry budget and signature timestamps. */
+  clock?: { now(): number };
+  /** Default: Math.random. Used for backoff jitter. */
+  random?: () => number;
+}
+
+export interface ResolvedGatewayOptions {
+  queueUrl: URL;
+  receiverUrl: URL;
+  secret: string | undefined;
+  queueTimeoutMs: number;
+  retry: RetryPolicy;
+  logger: Logger;
+  clock: { now(): number };
+  random: () => number;
+}
+
+export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayOptions {
+  const receiverTimeoutMs = positiveInt('receiverTimeoutMs', options.receiverTimeoutMs ?? GATEWAY_DEFAULTS.receiverTimeoutMs);
+  const retryBudgetMs = positiveInt('retryBudgetMs', options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs);
+  if (retryBudgetMs < receiverTimeoutMs) {
+    throw new RangeError(
+      `retryBudgetMs (${retryBudgetMs}) must be at least receiverTimeoutMs (${receiverTimeoutMs}), or not even the first attempt could wait its full timeout.`,
+    );
+  }
+  const backoffBaseMs = positiveInt('backoffBaseMs', options.backoffBaseMs ?? GATEWAY_DEFAULTS.backoffBaseMs);
+  const backoffMaxMs = positiveInt('backoffMaxMs', options.backoffMaxMs ?? GATEWAY_DEFAULTS.backoffMaxMs);
+  if (backoffMaxMs < backoffBaseMs) {
+    throw new RangeError(`backoffMaxMs (${backoffMaxMs}) must be at least backoffBaseMs (${backoffBaseMs}).`);
+  }
+  if (options.secret === '') {
+    throw new RangeError('secret must not be empty; leave it out to forward unsigned requests.');
+  }
+  return {
+    queueUrl: httpUrl('queueUrl', options.queueUrl),
+    receiverUrl: httpUrl('receiverUrl', options.receiverUrl),
+    secret: options.secret,
+    queueTimeoutMs: positiveInt('queueTimeoutMs', options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs),
+    retry: {
+      attempts: positiveInt('retryAttempts', options.retryAttempts ?? GATEWAY_DEFAULTS.retryAttempts),
+      budgetMs: retryBudgetMs,
+      receiverTimeoutMs,
+      backoffBaseMs,
+      backoffMaxMs,
+    },
+    logger: options.logger ?? pino({ level: 'silent' }),
+    clock: options.clock ?? { now: () => Date.now() },
+    random: options.random ?? Math.random,
+  };
+}
+
+function positiveInt(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer, not ${String(value)}.`);
+  }
+  return value;
+}
+
+function httpUrl(name: string, value: string | undefined): URL {
+  let url: URL;
+  try {
+    url = new URL(value ?? '');
+  } catch {
+    throw new RangeError(`${name} must be an absolute URL such as http://127.0.0.1:4100, not ${JSON.stringify(value)}.`);
+  }
+  if (url.protocol !== 'http:') {
+    throw new RangeError(`${name} must be an http:// URL (the services speak plain HTTP on a private network), not ${url.protocol}//.`);
+  }
+  return url;
+}

@@ -1,0 +1,160 @@
+// The gateway's forwarding rules as pure functions: what an attempt's result means, how long
+// to wait before the next one, whether the retry budget allows it, and how to say what went
+// wrong. No I/O and no clock: `now` and `random` are passed in.
+import type { Exchange } from './http-exchange.js';
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included (1 = never retry). */
+  attempts: number;
+  /** Every attempt must start, and is cut off, within this long after the send began. */
+  budgetMs: number;
+  /** How long one attempt may wait for the receiver's answer. */
+  receiverTimeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+}
+
+/**
+ * - `done`: the receiver applied the effect or recognised a duplicate.
+ * - `judged`: the receiver decided against it (409 fenced, 422 conflict) — passed through as is.
+ * - `rejected`: the receiver refused the request itself (401, 400...) — retrying cannot help.
+ * - `retry`: timeout, reset, refused, other network failure, or a 5xx — the receiver is idempotent.
+ * - `aborted`: the caller gave up.
+ */
+export type AttemptClass = 'done' | 'judged' | 'rejected' | 'retry' | 'aborted';
+
+export function classifyAttempt(result: Exchange): AttemptClass {
+  if (result.kind === 'aborted') return 'aborted';
+  if (result.kind !== 'response') return 'retry';
+  const { status } = result;
+  if (status >= 500) return 'retry';
+  if (status === 200 || status === 201) return outcomeOf(result.body) === undefined ? 'rejected' : 'done';
+  const code = errorCodeOf(result.body);
+  if ((status === 409 && code === 'fenced') || (status === 422 && code === 'conflict')) return 'judged';
+  return 'rejected';
+}
+
+/** `applied` or `duplicate` from a receiver's success body; undefined for anything else. */
+export function outcomeOf(body: unknown): 'applied' | 'duplicate' | undefined {
+  const outcome = (body as { outcome?: unknown } | null | undefined)?.outcome;
+  return outcome === 'applied' || outcome === 'duplicate' ? outcome : undefined;
+}
+
+export function errorCodeOf(body: unknown): string | undefined {
+  const code = (body as { error?: { code?: unknown } } | null | undefined)?.error?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * The wait after `attempt` failed (1 after the first): exponential from `backoffBaseMs`, capped
+ * at `backoffMaxMs`, with "equal jitter" — half fixed, half random — so a burst of gateways
+ * spreads out, yet no retry follows its failure at once. `random` is in [0, 1).
+ */
+export function backoffMs(attempt: number, random: number, policy: Pick<RetryPolicy, 'backoffBaseMs' | 'backoffMaxMs'>): number {
+  const ceiling = Math.min(policy.backoffMaxMs, policy.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(ceiling / 2 + (random * ceiling) / 2);
+}
+
+export interface RetryState {
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the send began (epoch ms). */
+  startedAt: number;
+}
+
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false; spent: 'attempts' | 'time' };
+
+/** A retry is made when attempts remain and it would start before the budget's end. */
+export function shouldRetry(state: RetryState, now: number, policy: Pick<RetryPolicy, 'attempts' | 'budgetMs'>, delayMs: number): RetryDecision {
+  if (state.attempts >= policy.attempts) return { retry: false, spent: 'attempts' };
+  if (now + delayMs >= state.startedAt + policy.budgetMs) return { retry: false, spent: 'time' };
+  return { retry: true, delayMs };
+}
+
+/**
+ * How long the next attempt may wait: the receiver timeout, shortened so the send ends within
+ * its budget. Zero or less means the budget is already spent.
+ */
+export function attemptTimeoutMs(state: RetryState, now: number, policy: Pick<RetryPolicy, 'budgetMs' | 'receiverTimeoutMs'>): number {
+  return Math.min(policy.receiverTimeoutMs, state.startedAt + policy.budgetMs - now);
+}
+
+/** One failed attempt, as reported to the caller and in the logs. */
+export interface AttemptFailure {
+  attempt: number;
+  kind: 'timeout' | 'reset' | 'refused' | 'network' | 'status';
+  /** The receiver's status and error code, for `status`. */
+  status?: number;
+  code?: string;
+  /** For `timeout`: how long the attempt waited. */
+  timeoutMs?: number;
+  message: string;
+}
+
+/** Describes a result that `classifyAttempt` called `retry`. */
+export function failureOf(result: Exchange, attempt: number): AttemptFailure {
+  switch (result.kind) {
+    case 'timeout':
+      return { attempt, kind: 'timeout', timeoutMs: result.timeoutMs, message: `no answer within ${result.timeoutMs} ms` };
+    case 'reset':
+    case 'refused':
+    case 'network':
+      return { attempt, kind: result.kind, code: result.code, message: result.message };
+    case 'response': {
+      const code = errorCodeOf(result.body);
+      return {
+        attempt,
+        kind: 'status',
+        status: result.status,
+        ...(code ? { code } : {}),
+        message: `answered ${result.status}${code ? ` ${code}` : ''}`,
+      };
+    }
+    case 'aborted':
+      return { attempt, kind: 'network', code: 'ABORTED', message: 'aborted by the caller' };
+  }
+}
+
+/** 504 when the last attempt timed out (the receiver may be slow, not gone); 502 otherwise. */
+export function upstreamStatus(failures: readonly AttemptFailure[]): 502 | 504 {
+  return failures.at(-1)?.kind === 'timeout' ? 504 : 502;
+}
+
+/** A sentence saying what happened on every attempt, what it means, and what to do. */
+export function describeUpstreamFailure(
+  failures: readonly AttemptFailure[],
+  spent: 'attempts' | 'time',
+  budgetMs: number,
+): string {
+  const n = failures.length;
+  const on = `on ${n === 1 ? '1 attempt' : `${n} attempts`}${spent === 'time' ? ` (the ${budgetMs} ms retry budget ran out)` : ''}`;
+  const kinds = new Set(failures.map((f) => (f.kind === 'status' ? `status ${f.status ?? ''}` : f.kind)));
+  const only = kinds.size === 1 ? failures[0] : undefined;
+  const maybe = 'the effect may or may not have been applied — resend, it is idempotent.';
+  if (only?.kind === 'refused') {
+    return `The receiver refused the connection ${on} (is it running?); the effect was not delivered — resend once the receiver is back, it is idempotent.`;
+  }
+  if (only?.kind === 'timeout' && failures.every((f) => f.timeoutMs === only.timeoutMs)) {
+    return `The receiver did not answer within ${only.timeoutMs ?? 0} ms ${on}; ${maybe}`;
+  }
+  if (only?.kind === 'reset') return `The receiver reset the connection ${on}; ${maybe}`;
+  if (only?.kind === 'status') {
+    return `The receiver answered ${only.status ?? 0}${only.code ? ` (${only.code})` : ''} ${on}; ${maybe}`;
+  }
+  return `The receiver failed ${on} (${failures.map(shortFailure).join('; ')}); ${maybe}`;
+}
+
+function shortFailure(failure: AttemptFailure): string {
+  switch (failure.kind) {
+    case 'timeout':
+      return `no answer within ${failure.timeoutMs ?? 0} ms`;
+    case 'reset':
+      return 'connection reset';
+    case 'refused':
+      return 'connection refused';
+    case 'status':
+      return `status ${failure.status ?? 0}${failure.code ? ` ${failure.code}` : ''}`;
+    case 'network':
+      return `${failure.code ?? 'network error'}: ${failure.message}`;
+  }
+}

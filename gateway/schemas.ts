@@ -1,0 +1,29 @@
+// The one request body the gateway takes, parsed once at the edge. Strict: an unknown field
+// (a typo such as "tokn") is refused rather than ignored. Limits match the queue's, so a body
+// that passes here is never refused by the queue for its shape.
+import { z } from 'zod';
+
+const required = (what: string, kind: string) => (issue: { input?: unknown }) =>
+  issue.input === undefined ? `${what} is required (${kind})` : `${what} must be ${kind}`;
+
+const name = (what: string) =>
+  z
+    .string({ error: required(what, 'a non-empty string') })
+    .min(1, `${what} must not be empty`)
+    .max(256, `${what} must be at most 256 characters`);
+
+// zod's int() is a safe integer: anything beyond 2^53 - 1 is refused, as the contract asks.
+const positive = (what: string) =>
+  z.int({ error: required(what, 'a safe integer >= 1') }).min(1, `${what} must be >= 1`);
+
+export const sendBody = z.strictObject(
+  { jobId: name('jobId'), owner: name('owner'), token: positive('token'), qty: positive('qty') },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the body has only jobId, owner, token and qty`
+        : 'the body must be a JSON object {jobId, owner, token, qty}',
+  },
+);
+
+export type SendBody = z.infer<typeof sendBody>;

@@ -1,0 +1,47 @@
+// Starting the gateway as a library: build the app, listen. `main.ts` wraps this for the
+// command line; tests and embedders call it directly.
+import { createGatewayApp } from './app.js';
+import { GATEWAY_DEFAULTS, type GatewayOptions } from './options.js';
+import { listen } from './server.js';
+
+export interface GatewayServiceOptions extends GatewayOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0: a free port. */
+  port?: number;
+}
+
+export interface GatewayService {
+  /** `http://<host>:<port>`, without a trailing slash. */
+  url: string;
+  port: number;
+  /** Stops accepting, lets sends in flight finish (up to their retry budget), then releases connections. */
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: GatewayServiceOptions): Promise<GatewayService> {
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new RangeError(`port must be an integer from 0 to 65535 (0 picks a free port), not ${String(port)}.`);
+  }
+  const app = createGatewayApp(options);
+  // A send in flight may be between retries; give it its whole budget before cutting it.
+  const graceMs = (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) + (options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs);
+  let listening;
+  try {
+    listening = await listen(app, options.host ?? '127.0.0.1', port, graceMs);
+  } catch (err) {
+    app.close();
+    throw err;
+  }
+  const { url, server } = listening;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      (closing ??= listening.close().then(() => {
+        app.close();
+      })),
+  };
+}
