@@ -16,6 +16,7 @@ import {
   verifyBody,
 } from './schemas.js';
 import type { QueueStore } from './store.js';
+import { isBusyError } from './sqlite.js';
 import { randomUUID } from 'node:crypto';
 
 export interface QueueAppOptions {
@@ -164,6 +165,12 @@ function toQueueError(err: unknown): QueueError {
   }
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return new QueueError('invalid_request', 'The request body must be UTF-8 JSON.');
+  }
+  if (isBusyError(err)) {
+    return new QueueError(
+      'queue_unavailable',
+      'The database stayed locked by other processes for longer than the retry budget. Retry the request.',
+    );
   }
   return new QueueError('internal', 'The queue failed unexpectedly; the error is in its log. Retry the request.');
 }
