@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `leasehold` command: one entry point that starts each service, a worker or the demo.
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { queueCommand } from './main.js';
 import { gatewayCommand } from '../gateway/main.js';
@@ -7,6 +8,7 @@ import { receiverCommand } from '../receiver/main.js';
 
 const program = new Command('leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
+  .version(packageVersion(), '-v, --version')
   .showHelpAfterError()
   .enablePositionalOptions();
 
@@ -16,3 +18,8 @@ program.addCommand(gatewayCommand());
 program.addCommand(receiverCommand());
 
 await program.parseAsync(process.argv);
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
