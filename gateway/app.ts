@@ -95,11 +95,15 @@ function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   throw new GatewayError('invalid_request', `Invalid request body: ${first?.message ?? 'malformed'}.`, { issues });
 }
 
+const LOGGED_HERE: ReadonlySet<string> = new Set(['invalid_request', 'payload_too_large', 'not_found']);
+
 /** Renders every error as `{error: {code, message, ...details}}`; unknown errors are a logged 500. */
 function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, _req, res, _next) => {
+  return (err, req, res, _next) => {
     const error = toGatewayError(err);
-    if (error.code === 'internal') logger.error({ err }, 'unexpected error');
+    // Sends log their own outcome; this logs what never reached a send.
+    if (error.code === 'internal') logger.error({ err, method: req.method, path: req.path }, 'unexpected error');
+    else if (LOGGED_HERE.has(error.code)) logger.info({ code: error.code, method: req.method, path: req.path, status: error.status }, 'refused');
     if (res.headersSent) return;
     res.status(error.status).json(error.toJSON());
   };

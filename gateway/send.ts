@@ -121,14 +121,19 @@ function verifyError(err: unknown, failures: readonly AttemptFailure[], queueUrl
       return new GatewayError('unknown_job', `${err.message} Nothing was forwarded.`, err.details);
     case 'invalid_request':
       return new GatewayError('invalid_request', err.message, err.details);
-    default:
+    default: {
+      // Unreachable (QueueClient's queue_unavailable) or failing (a 500): either way unverified.
+      const what =
+        err.code === 'queue_unavailable'
+          ? `could not be reached (${String(err.details.cause ?? err.message)})`
+          : `failed to verify the lease (${err.status} ${err.code})`;
+      const more = retrying ? ` more after ${failures.length} failed ${plural(failures.length, 'attempt')}` : '';
       return new GatewayError(
         'queue_unavailable',
-        `The gateway could not verify the lease with the queue at ${queueUrl.origin} (${err.message}), so it forwarded nothing${
-          retrying ? ` more after ${failures.length} failed ${plural(failures.length, 'attempt')}` : ''
-        }. Send again once the queue is back.`,
-        { queue: queueUrl.origin, cause: err.code, ...during },
+        `The queue at ${queueUrl.origin} ${what}, so the gateway forwarded nothing${more}. Send again once the queue is back.`,
+        { queue: queueUrl.origin, cause: String(err.details.cause ?? err.code), ...during },
       );
+    }
   }
 }
 
