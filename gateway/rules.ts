@@ -132,7 +132,7 @@ export function describeUpstreamFailure(
   const only = kinds.size === 1 ? failures[0] : undefined;
   const maybe = 'the effect may or may not have been applied — resend, it is idempotent.';
   if (only?.kind === 'refused') {
-    return `The receiver refused the connection ${on} (is it running?); the effect was not delivered — resend once the receiver is back, it is idempotent.`;
+    return `The receiver refused the connection ${on}, so the effect was not delivered; check that it is running, and resend once it is back — it is idempotent.`;
   }
   if (only?.kind === 'timeout' && failures.every((f) => f.timeoutMs === only.timeoutMs)) {
     return `The receiver did not answer within ${only.timeoutMs ?? 0} ms ${on}; ${maybe}`;
