@@ -90,10 +90,24 @@ export function gatewayCommand(): Command {
       try {
         resolveGatewayOptions(options);
       } catch (err) {
-        command.error(`error: ${(err as Error).message}`);
+        command.error(`error: ${inFlagNames((err as Error).message)}`);
       }
       await runGateway({ ...options, host: flags.host, port: flags.port }, flags.logLevel);
     });
+}
+
+const FLAG_NAMES: Record<string, string> = {
+  queueUrl: '--queue',
+  receiverUrl: '--receiver',
+  receiverTimeoutMs: '--receiver-timeout-ms',
+  queueTimeoutMs: '--queue-timeout-ms',
+  retryAttempts: '--retry-attempts',
+  retryBudgetMs: '--retry-budget-ms',
+};
+
+/** Option errors name the library's fields; on the command line, name the flags instead. */
+function inFlagNames(message: string): string {
+  return message.replace(/\b(queueUrl|receiverUrl|receiverTimeoutMs|queueTimeoutMs|retryAttempts|retryBudgetMs)\b/g, (name) => FLAG_NAMES[name] ?? name);
 }
 
 async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {

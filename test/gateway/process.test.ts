@@ -1,0 +1,144 @@
+// The real `leasehold gateway` process in front of a real receiver process: the receiver killed
+// with SIGKILL and restarted on the same port and database, the CLI's output, flags and signals.
+// Run after `npm run build`.
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { QueueClient } from '../../queue/client.js';
+import { startQueue } from '../../queue/service.js';
+import { tempDir } from '../helpers/tmp.js';
+import { runCli, startProcess } from './processes.js';
+import { closeAfterTest } from './setup.js';
+
+async function realQueue(dir: string) {
+  const queue = await startQueue({ db: join(dir, 'queue.sqlite') });
+  closeAfterTest(() => queue.close());
+  const client = new QueueClient(queue.url);
+  closeAfterTest(() => client.close());
+  const lease = async (id: string, qty: number) => {
+    await client.enqueue({ id, qty });
+    const claimed = await client.claim('w1', 120_000);
+    expect(claimed?.id).toBe(id);
+    return claimed!;
+  };
+  return { url: queue.url, lease };
+}
+
+async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
+function logLines(stderr: string): Array<Record<string, unknown>> {
+  return stderr
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('leasehold gateway (process)', () => {
+  test('receiver killed: a clear 5xx within the budget; restarted on the same port and db: the same send succeeds', async () => {
+    const dir = tempDir('leasehold-gateway-proc-');
+    const queue = await realQueue(dir);
+    const receiverArgs = ['--db', join(dir, 'receiver.sqlite'), '--log-level', 'warn'];
+    const receiver = await startProcess('receiver', ['--port', '0', ...receiverArgs]);
+    const budgetMs = 5_000;
+    const gateway = await startProcess('gateway', [
+      '--port', '0',
+      '--queue', queue.url,
+      '--receiver', receiver.url,
+      '--receiver-timeout-ms', '1000',
+      '--retry-budget-ms', String(budgetMs),
+    ]);
+    expect(gateway.stdout()).toMatch(/^leasehold gateway listening on http:\/\/127\.0\.0\.1:\d+\n$/);
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+
+    const a = await queue.lease('job-a', 3);
+    const b = await queue.lease('job-b', 4);
+    const sendA = { jobId: 'job-a', owner: 'w1', token: a.token, qty: 3 };
+    const sendB = { jobId: 'job-b', owner: 'w1', token: b.token, qty: 4 };
+    expect((await post(`${gateway.url}/send`, sendA)).body.outcome).toBe('applied');
+
+    receiver.child.kill('SIGKILL');
+    expect((await receiver.exited).signal).toBe('SIGKILL');
+    const started = Date.now();
+    const down = await post(`${gateway.url}/send`, sendB);
+    const elapsed = Date.now() - started;
+    expect({ status: down.status, code: down.body.error?.code }, JSON.stringify(down.body)).toEqual({
+      status: 502,
+      code: 'upstream_unavailable',
+    });
+    expect(down.body.error.message).toContain('refused the connection');
+    expect(elapsed).toBeLessThan(budgetMs + 3_000);
+
+    const port = new URL(receiver.url).port;
+    const again = await startProcess('receiver', ['--port', port, ...receiverArgs]);
+    expect(again.url).toBe(receiver.url);
+    const up = await post(`${gateway.url}/send`, sendB);
+    expect({ status: up.status, outcome: up.body.outcome }, JSON.stringify(up.body)).toEqual({ status: 200, outcome: 'applied' });
+    // The effect applied before the kill survived it: resending it is a duplicate.
+    expect((await post(`${gateway.url}/send`, sendA)).body.outcome).toBe('duplicate');
+    const effects = (await (await fetch(`${again.url}/effects`)).json()) as { effects: Array<{ jobId: string }> };
+    expect(effects.effects.map((e) => e.jobId).sort()).toEqual(['job-a', 'job-b']);
+
+    gateway.child.kill('SIGTERM');
+    expect(await gateway.exited).toEqual({ code: 0, signal: null });
+    const logs = logLines(gateway.stderr());
+    const forwarded = logs.filter((l) => l.msg === 'forwarded');
+    expect(forwarded.map((l) => [l.jobId, l.outcome, l.attempts])).toEqual([
+      ['job-a', 'applied', 1],
+      ['job-b', 'applied', 1],
+      ['job-a', 'duplicate', 1],
+    ]);
+    for (const line of forwarded) expect(line).toEqual(expect.objectContaining({ token: 1, ms: expect.any(Number) }));
+    expect(logs.find((l) => l.outcome === 'upstream_unavailable')).toMatchObject({ jobId: 'job-b', status: 502, attempts: 3 });
+    expect(gateway.stdout().trim().split('\n')).toHaveLength(1);
+  });
+
+  test('LEASEHOLD_SECRET signs the forwarded requests; SIGINT stops the gateway cleanly', async () => {
+    const dir = tempDir('leasehold-gateway-proc-');
+    const queue = await realQueue(dir);
+    const env = { LEASEHOLD_SECRET: 'shared-secret' };
+    const receiver = await startProcess('receiver', ['--port', '0', '--db', join(dir, 'receiver.sqlite'), '--log-level', 'warn'], env);
+    const gateway = await startProcess('gateway', ['--port', '0', '--queue', queue.url, '--receiver', receiver.url], env);
+    const lease = await queue.lease('job-a', 3);
+    const res = await post(`${gateway.url}/send`, { jobId: 'job-a', owner: 'w1', token: lease.token, qty: 3 });
+    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({ status: 200, outcome: 'applied' });
+    expect(logLines(gateway.stderr()).find((l) => l.msg === 'gateway ready')).toMatchObject({ signed: true });
+    expect(gateway.stderr()).not.toContain('shared-secret');
+
+    gateway.child.kill('SIGINT');
+    expect(await gateway.exited).toEqual({ code: 0, signal: null });
+  });
+
+  test('--help explains every flag', async () => {
+    const { code, stdout } = await runCli(['gateway', '--help']);
+    expect(code).toBe(0);
+    for (const flag of [
+      '--port',
+      '--host',
+      '--queue',
+      '--receiver',
+      '--secret',
+      'LEASEHOLD_SECRET',
+      '--receiver-timeout-ms',
+      '--queue-timeout-ms',
+      '--retry-attempts',
+      '--retry-budget-ms',
+      '--log-level',
+    ]) {
+      expect(stdout, flag).toContain(flag);
+    }
+  });
+
+  test.each([
+    [['--port', 'x'], '--port'],
+    [['--retry-attempts', '0'], 'positive integer'],
+    [['--receiver-timeout-ms', '5000', '--retry-budget-ms', '1000'], '--retry-budget-ms (1000) must be at least --receiver-timeout-ms (5000)'],
+    [['--queue', 'ftp://example'], '--queue must be an http:// URL'],
+    [['--secret', ''], 'the secret is empty'],
+  ])('bad flags %j exit 1 with a message', async (args, phrase) => {
+    const { code, stdout, stderr } = await runCli(['gateway', ...args]);
+    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect(stderr).toContain(phrase);
+  });
+});
