@@ -28,9 +28,17 @@ export interface Dialect {
   migrate(knex: Knex): Promise<void>;
   /**
    * SQL returning the `seq` of the next claimable row; bindings: now, now. Claimable is
-   * `pending` with `run_at <= now`, or `leased` with `lease_until <= now` (rule 1).
+   * `pending` with `run_at <= now`, or `leased` with `lease_until <= now` (rule 1). Where
+   * `sweepLock` lets the quarantine skip rows, the pick must itself leave out the rows the
+   * quarantine would make dead.
    */
   readonly pickSql: string;
+  /**
+   * Appended to the quarantine sweep's row selection, e.g. `FOR UPDATE SKIP LOCKED` where
+   * concurrent claims would otherwise wait on, or deadlock over, each other's rows. Absent
+   * where the write transaction already excludes every other writer (SQLite).
+   */
+  readonly sweepLock?: string;
 }
 
 const COLUMNS = `seq, id, qty, payload, status, owner, token, attempts, max_attempts, priority, lease_ms,
@@ -173,12 +181,12 @@ export async function enqueueIn(trx: Executor, input: NewJob, now: number): Prom
  */
 export async function claimIn(
   trx: Executor,
-  dialect: Pick<Dialect, 'pickSql'>,
+  dialect: Pick<Dialect, 'pickSql' | 'sweepLock'>,
   owner: string,
   leaseMs: number,
   now: number,
 ): Promise<Lease | null> {
-  await quarantineIn(trx, now);
+  await quarantineIn(trx, now, dialect.sweepLock);
   const until = leaseUntilFor(now, leaseMs, null);
   const rows = rowsOf(
     await trx.raw(
@@ -199,14 +207,17 @@ export async function claimIn(
  * Rules 4 and 5, before any token is issued: a live job whose deadline has passed, or whose
  * lease expired with its attempts spent, becomes `dead`.
  */
-export async function quarantineIn(trx: Executor, now: number): Promise<void> {
+export async function quarantineIn(trx: Executor, now: number, sweepLock = ''): Promise<void> {
   await trx.raw(
     `UPDATE queue_jobs
        SET status = 'dead', lease_until = NULL, updated_at = ?,
            dead_reason = CASE WHEN deadline IS NOT NULL AND deadline <= ? THEN 'deadline_passed'
                               ELSE 'attempts_exhausted' END
-     WHERE (status IN ('pending', 'leased') AND deadline IS NOT NULL AND deadline <= ?)
-        OR (status = 'leased' AND lease_until <= ? AND attempts >= max_attempts)`,
+     WHERE seq IN (
+       SELECT seq FROM queue_jobs
+       WHERE (status IN ('pending', 'leased') AND deadline IS NOT NULL AND deadline <= ?)
+          OR (status = 'leased' AND lease_until <= ? AND attempts >= max_attempts)
+       ${sweepLock})`,
     [now, now, now, now],
   );
 }

@@ -1,6 +1,7 @@
 // `leasehold queue`: parse flags, start the service, print its URL, stop cleanly on a signal.
 import { Command, Option } from 'commander';
 import pino from 'pino';
+import { redactDb } from './postgres.js';
 import { onShutdown } from './server.js';
 import { startQueue } from './service.js';
 import type { LateFinishPolicy } from './types.js';
@@ -15,10 +16,18 @@ export function parsePort(value: string): number {
 
 export function queueCommand(): Command {
   return new Command('queue')
-    .description('Run the job queue service: fenced leases over SQLite.')
+    .description('Run the job queue service: fenced leases over SQLite or PostgreSQL.')
     .option('--port <port>', 'TCP port; 0 picks a free one and prints it', parsePort, 4100)
     .option('--host <host>', 'interface to bind', '127.0.0.1')
-    .option('--db <path>', 'SQLite database file (created with its folder if missing)', './data/queue.sqlite')
+    .addOption(
+      new Option(
+        '--db <path-or-url>',
+        'SQLite database file (created with its folder if missing), or a postgres:// URL; ' +
+          'add ?schema=NAME to the URL to keep the tables in that schema (created if missing)',
+      )
+        .env('DATABASE_URL')
+        .default('./data/queue.sqlite'),
+    )
     .addOption(
       new Option('--late-finish <policy>', 'whether the current token may finish after its lease expired, if nobody claimed since')
         .choices(['reject', 'if-unclaimed'])
@@ -38,7 +47,7 @@ export function queueCommand(): Command {
         latePolicy: opts.lateFinish,
         logger,
       });
-      logger.info({ url: service.url, db: opts.db, lateFinish: opts.lateFinish }, 'queue ready');
+      logger.info({ url: service.url, db: redactDb(opts.db), lateFinish: opts.lateFinish }, 'queue ready');
       process.stdout.write(`leasehold queue listening on ${service.url}\n`);
       onShutdown(service.close, (msg) => logger.info(msg));
     });

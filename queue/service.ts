@@ -5,12 +5,17 @@ import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createQueueApp } from './app.js';
 import { listen } from './server.js';
+import { isPostgresUrl, looksLikeUrl, redactDb } from './postgres.js';
+import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
 import type { QueueStore } from './store.js';
 import type { Clock, LateFinishPolicy } from './types.js';
 
 export interface QueueServiceOptions {
-  /** SQLite file path (created with its folder when missing) or `:memory:`. */
+  /**
+   * A SQLite file path (created with its folder when missing) or `:memory:`; or a
+   * `postgres://` (`postgresql://`) URL, optionally with `?schema=NAME` (created when missing).
+   */
   db: string;
   host?: string;
   /** 0 picks a free port. */
@@ -26,7 +31,19 @@ export interface QueueService {
   close(): Promise<void>;
 }
 
+/** Opens and migrates the store `db` names: PostgreSQL for a postgres:// URL, SQLite otherwise. */
 export async function openQueueStore(options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock'>): Promise<QueueStore> {
+  if (isPostgresUrl(options.db)) {
+    return openPostgresQueueStore({
+      connectionString: options.db,
+      // On PostgreSQL the server's clock decides; an injected clock replaces it (tests only).
+      ...(options.clock ? { clock: options.clock } : {}),
+      latePolicy: options.latePolicy ?? 'reject',
+    });
+  }
+  if (looksLikeUrl(options.db)) {
+    throw new Error(`Unsupported database URL "${redactDb(options.db)}": use a postgres:// URL or a SQLite file path.`);
+  }
   if (options.db !== ':memory:') mkdirSync(dirname(options.db), { recursive: true });
   return openSqliteQueueStore({
     filename: options.db,

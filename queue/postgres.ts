@@ -1,0 +1,152 @@
+// The one way leasehold opens PostgreSQL: knex over `pg`, an optional schema of its own (taken
+// from `?schema=NAME` in the URL), migrations serialised across processes by an advisory lock,
+// and whole-transaction retries on serialization failures and deadlocks.
+// Shared by the queue's and the receiver's stores, as queue/sqlite.ts is for SQLite.
+import knexFactory, { type Knex } from 'knex';
+
+export interface PostgresTarget {
+  /** A `postgres://` or `postgresql://` URL, without leasehold's `schema` parameter. */
+  connectionString: string;
+  /** The schema every table lives in; the server's search_path (usually `public`) when absent. */
+  schema: string | undefined;
+}
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
+const ANY_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
+/** An unquoted PostgreSQL identifier, so the name needs no escaping anywhere. */
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** True for a `postgres://` or `postgresql://` URL: the `--db` values that select PostgreSQL. */
+export function isPostgresUrl(db: string): boolean {
+  return POSTGRES_URL.test(db);
+}
+
+/** True for any `scheme://...` value, so a URL of an unsupported database is not taken for a file name. */
+export function looksLikeUrl(db: string): boolean {
+  return ANY_URL.test(db);
+}
+
+/** Splits leasehold's `?schema=NAME` off a PostgreSQL URL; the rest goes to `pg` unchanged. */
+export function parsePostgresUrl(db: string): PostgresTarget {
+  if (!isPostgresUrl(db)) throw new Error(`Expected a postgres:// or postgresql:// URL, got "${redactDb(db)}".`);
+  const url = new URL(db);
+  const schema = url.searchParams.get('schema') ?? undefined;
+  url.searchParams.delete('schema');
+  return { connectionString: url.toString(), schema: checkSchemaName(schema) };
+}
+
+/** Accepts only plain identifiers as schema names, so they are safe to put in SQL unescaped. */
+export function checkSchemaName(schema: string | undefined): string | undefined {
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+    throw new Error(
+      `The schema name "${schema}" is not a plain identifier; use letters, digits and underscores (at most 63, not starting with a digit).`,
+    );
+  }
+  return schema;
+}
+
+/** The database URL with its password masked, for logs and error messages. */
+export function redactDb(db: string): string {
+  if (!looksLikeUrl(db)) return db;
+  try {
+    const url = new URL(db);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return db.replace(/\/\/[^@/]*@/, '//***@');
+  }
+}
+
+export interface OpenPostgresOptions extends PostgresTarget {
+  /** Connections in the pool; migrations need at least two. */
+  poolMax?: number;
+}
+
+/** Opens a knex pool on PostgreSQL whose connections all use `schema` (when given). */
+export function openPostgres(options: OpenPostgresOptions): Knex {
+  return knexFactory({
+    client: 'pg',
+    connection: { connectionString: options.connectionString },
+    ...(options.schema ? { searchPath: [options.schema] } : {}),
+    pool: { min: 0, max: Math.max(2, options.poolMax ?? 10) },
+  });
+}
+
+/**
+ * Runs `migrate` while holding a transaction-scoped advisory lock named after the schema, so
+ * processes starting together migrate one after another: knex's own lock table is itself
+ * created with check-then-create, which races, and so does CREATE SCHEMA IF NOT EXISTS.
+ * The schema is created outside the lock's transaction (on another pooled connection) so the
+ * migrator's connections see it at once.
+ */
+export async function migrateSerialised(knex: Knex, schema: string | undefined, migrate: () => Promise<unknown>): Promise<void> {
+  await knex.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`leasehold migrate ${schema ?? '(search_path)'}`]);
+    if (schema) {
+      // Checked first: CREATE SCHEMA needs the CREATE privilege even when the schema exists.
+      const existing = await knex.raw('SELECT 1 FROM pg_namespace WHERE nspname = ?', [schema]);
+      if ((existing as { rowCount: number }).rowCount === 0) await knex.raw(`CREATE SCHEMA "${schema}"`);
+    }
+    await migrate();
+  });
+}
+
+/** SQLSTATEs after which the whole transaction may simply run again. */
+const RETRYABLE = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected: the server rolled one side back
+]);
+
+function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isRetryablePgError(err: unknown): boolean {
+  const code = sqlState(err);
+  return code !== undefined && RETRYABLE.has(code);
+}
+
+/**
+ * True when PostgreSQL could not serve the request for now — unreachable, shutting down, out of
+ * connections, or still conflicting after the retry budget — so the caller should retry: the
+ * services answer 503 for these, not 500.
+ */
+export function isPostgresUnavailable(err: unknown): boolean {
+  const code = sqlState(err);
+  if (code === undefined) return (err as { name?: unknown } | null)?.name === 'KnexTimeoutError';
+  return (
+    RETRYABLE.has(code) ||
+    code.startsWith('08') || // connection_exception
+    code === '53300' || // too_many_connections
+    code === '57P01' || // admin_shutdown
+    code === '57P02' || // crash_shutdown
+    code === '57P03' || // cannot_connect_now
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'ETIMEDOUT'
+  );
+}
+
+/**
+ * Runs `operation` — a whole transaction — again while PostgreSQL reports a serialization
+ * failure or a deadlock (or what `retryable` adds), with jittered backoff, until `budgetMs` is
+ * spent. The PostgreSQL counterpart of retryBusy for SQLite.
+ */
+export async function retryPg<T>(
+  operation: () => Promise<T>,
+  budgetMs = 10_000,
+  retryable: (err: unknown) => boolean = isRetryablePgError,
+): Promise<T> {
+  const started = Date.now();
+  let delayMs = 2;
+  for (;;) {
+    try {
+      return await operation();
+    } catch (err) {
+      if (!retryable(err) || Date.now() - started + delayMs > budgetMs) throw err;
+      await new Promise((resolve) => setTimeout(resolve, delayMs * (0.5 + Math.random())));
+      delayMs = Math.min(delayMs * 2, 100);
+    }
+  }
+}
