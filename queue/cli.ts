@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { queueCommand } from './main.js';
 import { gatewayCommand } from '../gateway/main.js';
 import { receiverCommand } from '../receiver/main.js';
+import { workerCommand } from './worker/main.js';
 
 const program = new Command('leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
@@ -16,6 +17,7 @@ const program = new Command('leasehold')
 program.addCommand(queueCommand());
 program.addCommand(gatewayCommand());
 program.addCommand(receiverCommand());
+program.addCommand(workerCommand());
 
 await program.parseAsync(process.argv);
 
