@@ -59,15 +59,19 @@ export function parseFencingToken(value: string | undefined): number {
 }
 
 const QTY_MESSAGE = `qty must be a positive safe integer (1 to ${Number.MAX_SAFE_INTEGER})`;
-const effectBodySchema = z.object(
+// Strict, like every body in leasehold: a misspelt field is refused, never silently dropped.
+const effectBodySchema = z.strictObject(
   {
-    jobId: z.string({ error: 'jobId is required and must be a string' }).min(1, { error: 'jobId must not be empty' }),
+    jobId: z
+      .string({ error: 'jobId is required and must be a string' })
+      .min(1, { error: 'jobId must not be empty' })
+      .max(256, { error: 'jobId must be at most 256 characters' }),
     qty: z.number({ error: QTY_MESSAGE }).int({ error: QTY_MESSAGE }).positive({ error: QTY_MESSAGE }),
   },
   { error: 'the body must be a JSON object {"jobId": string, "qty": integer}' },
 );
 
-/** The body as `{jobId, qty}`; unknown fields are ignored and not recorded. */
+/** The body as `{jobId, qty}`; any other field is refused. */
 export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: number } {
   if (raw === undefined || raw.length === 0) {
     throw new ReceiverError('invalid_request', 'The request body is empty; send a JSON object {"jobId": string, "qty": integer}.');

@@ -137,6 +137,8 @@ describe('receiver HTTP: bad input changes nothing', () => {
     ['jobId missing', { 'Fencing-Token': '1' }, json({ qty: 1 }), 400, 'invalid_request'],
     ['jobId empty', { 'Fencing-Token': '1' }, json({ jobId: '', qty: 1 }), 400, 'invalid_request'],
     ['jobId a number', { 'Fencing-Token': '1' }, json({ jobId: 7, qty: 1 }), 400, 'invalid_request'],
+    ['jobId over 256 characters', { 'Fencing-Token': '1' }, json({ jobId: 'j'.repeat(257), qty: 1 }), 400, 'invalid_request'],
+    ['unknown field', { 'Fencing-Token': '1' }, json({ jobId: 'a', qty: 1, qyt: 2 }), 400, 'invalid_request'],
     ['broken JSON', { 'Fencing-Token': '1' }, '{"jobId":"a",', 400, 'invalid_request'],
     ['JSON array', { 'Fencing-Token': '1' }, '[1,2]', 400, 'invalid_request'],
     ['empty body', { 'Fencing-Token': '1' }, '', 400, 'invalid_request'],
@@ -154,8 +156,8 @@ describe('receiver HTTP: bad input changes nothing', () => {
 
   test('a body of exactly 1 MiB is accepted', async () => {
     const { http } = await setup();
-    const head = '{"jobId":"big","qty":1,"pad":"';
-    const body = `${head}${'x'.repeat(1024 * 1024 - head.length - 2)}"}`;
+    const json = '{"jobId":"big","qty":1}';
+    const body = `${json}${' '.repeat(1024 * 1024 - json.length)}`; // JSON allows trailing white space
     expect(Buffer.byteLength(body)).toBe(1024 * 1024);
     const res = await http().post('/effects').set('Fencing-Token', '1').set('Content-Type', 'application/json').send(body);
     expect({ status: res.status, outcome: res.body.outcome }).toEqual({ status: 201, outcome: 'applied' });
