@@ -1,0 +1,224 @@
+// The worker client against the real queue, gateway and receiver: a long handler keeps its
+// lease, a lost lease ends as LeaseLostError with nothing accepted under it, a refused finish
+// is a loss, a throwing handler fails the job.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, test } from 'vitest';
+import { QueueError } from '../../queue/errors.js';
+import { LeaseLostError, type JobContext, type QueueApi } from '../../queue/worker/index.js';
+import { eventually, setup, timeline } from './setup.js';
+
+describe('a handler that runs longer than its lease', () => {
+  test('is kept alive by heartbeats: the finish is accepted and exactly one effect is applied', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'long', qty: 4 });
+    const { worker, events } = s.worker({ leaseMs: 900 });
+
+    const claimed = await worker.claim();
+    expect(claimed?.lease).toMatchObject({ id: 'long', token: 1, owner: 'w1' });
+    const started = Date.now();
+    const outcome = await worker.process(claimed!, async (ctx) => {
+      await sleep(2_700, undefined, { signal: ctx.signal }); // three leases long
+      await ctx.stage('sending');
+      return (await ctx.send()).outcome;
+    });
+
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_700);
+    expect(outcome).toMatchObject({ status: 'finished', result: 'applied', job: { status: 'done', owner: 'w1', token: 1 } });
+    const renewals = events.filter((e) => e.event === 'renewed');
+    // Every 300 ms over 2.7 s: about nine; a loaded machine may skip a few.
+    expect(renewals.length).toBeGreaterThanOrEqual(5);
+    expect(renewals.at(-1)!.leaseUntil).toBeGreaterThan(claimed!.lease.leaseUntil + 1_500);
+    expect(timeline(events).filter((e) => e !== 'renewed')).toEqual(['claimed', 'renewed:sending', 'sent', 'finished']);
+    expect(await s.receiver.effects()).toEqual([expect.objectContaining({ jobId: 'long', qty: 4, token: 1 })]);
+  });
+});
+
+describe('a lease the worker cannot keep', () => {
+  test('a renewal refused because another owner claimed after expiry: LeaseLostError, signal aborted, nothing accepted', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'taken', qty: 2 });
+    const { worker, events } = s.worker({ leaseMs: 900 });
+    let sendAfterLoss: unknown;
+    let signal: AbortSignal | undefined;
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      signal = ctx.signal;
+      // The lease ends on the queue's clock and a second owner claims the job, under token 2.
+      await s.takeOver('taken');
+      await untilAborted(ctx, 10_000);
+      sendAfterLoss = await ctx.send().catch((err: unknown) => err);
+      return 'finished anyway';
+    });
+
+    expect(outcome.status).toBe('lost');
+    const error = (outcome as { error: LeaseLostError }).error;
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({
+      during: 'renew',
+      reason: 'token_mismatch',
+      expected: { owner: 'w1', token: 1 },
+      current: { status: 'leased', owner: 'thief', token: 2 },
+    });
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBeInstanceOf(LeaseLostError);
+    // The send after the loss never left the worker; the job was neither finished nor failed by it.
+    expect(sendAfterLoss).toBeInstanceOf(LeaseLostError);
+    expect(await s.receiver.journal()).toEqual([]);
+    expect(await s.client.get('taken')).toMatchObject({ status: 'leased', owner: 'thief', token: 2, lastError: null });
+    expect(timeline(events, 'taken')).toEqual(['claimed', 'refused:renew', 'lost']);
+    // The new owner's token works as usual.
+    await expect(s.client.finish('taken', { owner: 'thief', token: 2 })).resolves.toMatchObject({ status: 'done' });
+  });
+
+  test('renewals that cannot reach the queue: lost at the estimated end of the lease, signal aborted, nothing accepted', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'cut-off', qty: 3 });
+    // A partition between this worker and the queue, for renewals only.
+    const partitioned: QueueApi = {
+      claim: (owner, leaseMs) => s.client.claim(owner, leaseMs),
+      heartbeat: async () => {
+        throw new QueueError('queue_unavailable', 'The queue could not be reached: ECONNREFUSED.');
+      },
+      finish: (id, input) => s.client.finish(id, input),
+      fail: (id, input) => s.client.fail(id, input),
+      get: (id) => s.client.get(id),
+    };
+    const { worker, events } = s.worker({ leaseMs: 900, queue: partitioned });
+    const claimedAt = Date.now();
+    let abortedAfterMs = -1;
+    let sendAfterLoss: unknown;
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      await untilAborted(ctx, 10_000);
+      abortedAfterMs = Date.now() - claimedAt;
+      sendAfterLoss = await ctx.send().catch((err: unknown) => err);
+    });
+
+    expect(outcome).toMatchObject({ status: 'lost', error: { during: 'renew', reason: 'not_renewed' } });
+    // Not before the lease could have ended, and not long after.
+    expect(abortedAfterMs).toBeGreaterThanOrEqual(880);
+    expect(abortedAfterMs).toBeLessThan(5_000);
+    expect(sendAfterLoss).toBeInstanceOf(LeaseLostError);
+    expect(events.filter((e) => e.event === 'call_failed').length).toBeGreaterThanOrEqual(2);
+    expect(events.some((e) => e.event === 'finished' || e.event === 'failed' || e.event === 'sent')).toBe(false);
+    expect(await s.receiver.journal()).toEqual([]);
+    const job = await s.client.get('cut-off');
+    expect(job).toMatchObject({ status: 'leased', owner: 'w1', token: 1, lastError: null });
+  });
+
+  test('a finish refused as stale is reported as LeaseLostError, not as done', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'late', qty: 5 });
+    const { worker, events } = s.worker({
+      leaseMs: 900,
+      // Between the handler's return and the finish: the lease ends and the job is taken over.
+      hooks: { beforeFinish: async (lease) => void (await s.takeOver(lease.id)) },
+    });
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      await ctx.stage('sending');
+      return (await ctx.send()).outcome;
+    });
+
+    expect(outcome.status).toBe('lost');
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(LeaseLostError);
+    expect(outcome).toMatchObject({
+      error: { during: 'finish', reason: 'token_mismatch', expected: { owner: 'w1', token: 1 }, current: { owner: 'thief', token: 2 } },
+    });
+    expect(timeline(events, 'late')).toEqual(['claimed', 'renewed:sending', 'sent', 'refused:finish', 'lost']);
+    expect(events.find((e) => e.event === 'refused')).toMatchObject({ status: 409, code: 'stale_lease' });
+    // Not done: the new owner holds it. Its send is a duplicate of w1's effect, not a second one.
+    expect(await s.client.get('late')).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
+    expect(await s.receiver.totals()).toEqual({ effects: 1, qty: 5 });
+  });
+
+  test('a send refused by the gateway as stale throws LeaseLostError from ctx.send; the job is neither finished nor failed', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'stale-send', qty: 6 });
+    const { worker, events } = s.worker({
+      leaseMs: 900,
+      hooks: { beforeSend: async (lease) => void (await s.takeOver(lease.id)) },
+    });
+    let thrown: unknown;
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      try {
+        await ctx.send();
+      } catch (err) {
+        thrown = err;
+        throw err;
+      }
+    });
+
+    expect(thrown).toBeInstanceOf(LeaseLostError);
+    expect(outcome).toMatchObject({ status: 'lost', error: { during: 'send', reason: 'token_mismatch', current: { owner: 'thief', token: 2 } } });
+    expect(events.find((e) => e.event === 'refused')).toMatchObject({ op: 'send', status: 409, code: 'stale_lease' });
+    expect(await s.receiver.journal()).toEqual([]); // the gateway forwarded nothing
+    expect(await s.client.get('stale-send')).toMatchObject({ status: 'leased', owner: 'thief', token: 2, lastError: null });
+  });
+
+  test('a send already past its lease check when the lease is lost still goes out, and its refusal is reported', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'in-flight', qty: 1 });
+    let abortedWhenSent: boolean | undefined;
+    let context: JobContext | undefined;
+    const { worker, events } = s.worker({
+      leaseMs: 900,
+      hooks: {
+        // A stall between the check and the request, long enough for a heartbeat to learn the loss.
+        beforeSend: async (lease) => {
+          await s.takeOver(lease.id);
+          await eventually('the heartbeat to report the loss', () => (context?.lost ? true : undefined));
+          abortedWhenSent = context!.signal.aborted;
+        },
+      },
+    });
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      context = ctx;
+      await ctx.send();
+    });
+
+    expect(abortedWhenSent).toBe(false);
+    expect(context!.signal.aborted).toBe(true);
+    expect(outcome).toMatchObject({ status: 'lost', error: { reason: 'token_mismatch' } });
+    expect(timeline(events, 'in-flight')).toEqual(['claimed', 'refused:renew', 'lost', 'refused:send']);
+    expect(await s.receiver.journal()).toEqual([]);
+  });
+});
+
+describe('a handler that throws', () => {
+  test('fails the job with its message: back to pending with lastError, retried later', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'broken', qty: 1 });
+    const { worker, events } = s.worker();
+    const before = Date.now();
+
+    const outcome = await worker.process((await worker.claim())!, async () => {
+      throw new Error('printer on fire');
+    });
+
+    expect(outcome).toMatchObject({ status: 'failed', error: 'printer on fire', job: { status: 'pending', lastError: 'printer on fire' } });
+    const job = await s.client.get('broken');
+    expect(job).toMatchObject({ status: 'pending', lastError: 'printer on fire', attempts: 1, owner: 'w1', token: 1 });
+    expect(job.runAt).toBeGreaterThan(before);
+    expect(timeline(events, 'broken')).toEqual(['claimed', 'failed']);
+  });
+
+  test('on its last attempt the job is dead', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'once', qty: 1, maxAttempts: 1 });
+    const { worker } = s.worker();
+
+    const outcome = await worker.process((await worker.claim())!, () => {
+      throw new Error('no luck');
+    });
+
+    expect(outcome).toMatchObject({ status: 'failed', job: { status: 'dead', deadReason: 'attempts_exhausted', lastError: 'no luck' } });
+  });
+});
+
+async function untilAborted(ctx: JobContext, timeoutMs: number): Promise<void> {
+  await sleep(timeoutMs, undefined, { signal: ctx.signal }).catch(() => {});
+  if (!ctx.signal.aborted) throw new Error(`the handler's signal was not aborted within ${timeoutMs} ms`);
+}

@@ -1,0 +1,101 @@
+// The worker loop: claims until stopped, reports a timeline, waits out an empty queue, and on
+// stop lets the job in hand drain, then hands it back so another worker can take it at once.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, test } from 'vitest';
+import { createWorker, runWorker, type WorkerEvent } from '../../queue/worker/index.js';
+import { eventually, setup, timeline } from './setup.js';
+
+describe('runWorker', () => {
+  test('works through the queue, one timeline entry per step, and stops cleanly on abort', async () => {
+    const s = await setup();
+    for (const [id, qty] of [['a', 1], ['b', 2], ['c', 3]] as const) await s.client.enqueue({ id, qty });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+
+    const running = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 900,
+      pollMs: 50,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        await ctx.stage('sending');
+        return (await ctx.send(ctx.lease.qty)).outcome;
+      },
+    });
+    await eventually('three jobs done', async () => ((await s.client.stats()).done === 3 ? true : undefined));
+    // An empty queue is polled, not hammered, and not an error.
+    await sleep(200);
+    stop.abort();
+
+    await expect(running).resolves.toEqual({ claimed: 3, finished: 3, failed: 0, lost: 0 });
+    for (const id of ['a', 'b', 'c']) {
+      expect(timeline(events, id)).toEqual(['claimed', 'renewed:sending', 'sent', 'finished']);
+    }
+    expect(timeline(events).at(0)).toBe('started');
+    expect(timeline(events).slice(-2)).toEqual(['stopping', 'stopped']);
+    expect(events.every((e) => e.worker === 'w1' && Number.isInteger(e.t))).toBe(true);
+    expect(await s.receiver.totals()).toEqual({ effects: 3, qty: 6 });
+  });
+
+  test('stopped mid-job: the job gets drainMs, then is handed back for another worker to take at once', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'slow', qty: 2 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+
+    const running = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 900,
+      pollMs: 50,
+      drainMs: 200,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      // Long work that stops when told to.
+      handler: async (ctx) => {
+        await sleep(30_000, undefined, { signal: ctx.signal });
+      },
+    });
+    await eventually('the job to be claimed', () => (events.some((e) => e.event === 'claimed') ? true : undefined));
+    const stoppedAt = Date.now();
+    stop.abort();
+
+    await expect(running).resolves.toEqual({ claimed: 1, finished: 0, failed: 1, lost: 0 });
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(190);
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    const job = await s.client.get('slow');
+    expect(job.status).toBe('pending');
+    expect(job.lastError).toMatch(/worker "w1" stopped before the job was done/);
+    expect(job.runAt).toBeLessThanOrEqual(Date.now());
+    await expect(s.client.claim('w2', 900)).resolves.toMatchObject({ id: 'slow', owner: 'w2', token: 2 });
+  });
+
+  test('keeps polling while the queue is unreachable, and stops cleanly', async () => {
+    const s = await setup();
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const running = runWorker({
+      queueUrl: 'http://127.0.0.1:1', // nothing listens there
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      pollMs: 20,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: () => undefined,
+    });
+    await eventually('two failed claims', () => (events.filter((e) => e.event === 'claim_failed').length >= 2 ? true : undefined));
+    stop.abort();
+    await expect(running).resolves.toEqual({ claimed: 0, finished: 0, failed: 0, lost: 0 });
+  });
+
+  test('refuses options it cannot honour, saying which', () => {
+    const base = { queueUrl: 'http://127.0.0.1:4100', gatewayUrl: 'http://127.0.0.1:4200', name: 'w1' };
+    expect(() => createWorker({ ...base, leaseMs: 100 })).toThrow(/leaseMs must be an integer from 300/);
+    expect(() => createWorker({ ...base, name: '' })).toThrow(/name must be a non-empty string/);
+    expect(() => createWorker({ ...base, queueUrl: 'ftp://x' })).toThrow(/queueUrl must be an http:\/\/ URL/);
+  });
+});
