@@ -17,6 +17,7 @@ import {
 } from './schemas.js';
 import type { QueueStore } from './store.js';
 import { isBusyError } from './sqlite.js';
+import { isPostgresUnavailable } from './postgres.js';
 import { randomUUID } from 'node:crypto';
 
 export interface QueueAppOptions {
@@ -170,6 +171,12 @@ function toQueueError(err: unknown): QueueError {
     return new QueueError(
       'queue_unavailable',
       'The database stayed locked by other processes for longer than the retry budget. Retry the request.',
+    );
+  }
+  if (isPostgresUnavailable(err)) {
+    return new QueueError(
+      'queue_unavailable',
+      'The PostgreSQL database could not be reached, or kept conflicting for longer than the retry budget. Retry the request.',
     );
   }
   return new QueueError('internal', 'The queue failed unexpectedly; the error is in its log. Retry the request.');

@@ -69,6 +69,10 @@ export function openPostgres(options: OpenPostgresOptions): Knex {
     connection: { connectionString: options.connectionString },
     ...(options.schema ? { searchPath: [options.schema] } : {}),
     pool: { min: 0, max: Math.max(2, options.poolMax ?? 10) },
+    // knex prints pool errors with console.log, i.e. on stdout, which carries the services' one
+    // "listening on" line. Every such error also rejects the query that needed the connection,
+    // and reaches the service's own logger from there.
+    log: { warn: () => {}, error: () => {}, debug: () => {}, deprecate: () => {} },
   });
 }
 

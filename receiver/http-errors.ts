@@ -4,6 +4,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ReceiverError } from './errors.js';
 import { isBusyError } from '../queue/sqlite.js';
+import { isPostgresUnavailable } from '../queue/postgres.js';
 
 const ONE_MIB = 1024 * 1024;
 
@@ -32,6 +33,9 @@ export function toReceiverError(err: unknown): ReceiverError | undefined {
   }
   if (isBusyError(err)) {
     return new ReceiverError('busy', 'The receiver database stayed locked by another writer; retry the request shortly.');
+  }
+  if (isPostgresUnavailable(err)) {
+    return new ReceiverError('busy', 'The receiver could not reach its PostgreSQL database, or kept conflicting with other writers; retry the request shortly.');
   }
   return undefined;
 }

@@ -36,6 +36,7 @@ export {
   type KnexEffectStoreOptions,
   type SqliteEffectStoreOptions,
 } from './knex-store.js';
+export { openPostgresEffectStore, type PostgresEffectStoreOptions } from './postgres-store.js';
 export { migrateReceiver, receiverMigrationSource, RECEIVER_MIGRATIONS_TABLE } from './migrations/index.js';
 export {
   signatureHeader,

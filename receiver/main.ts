@@ -28,10 +28,14 @@ export function receiverCommand(): Command {
     .description("Start the idempotent, fencing receiver: it records each job's effect once and rejects lower fencing tokens.")
     .addOption(new Option('--port <port>', 'TCP port to listen on; 0 picks a free port').argParser(parsePort).default(4300))
     .option('--host <host>', 'address to bind to', '127.0.0.1')
-    .option(
-      '--db <path>',
-      'SQLite file for effects and the journal; its parent directory is created if missing (":memory:" keeps nothing)',
-      './data/receiver.sqlite',
+    .addOption(
+      new Option(
+        '--db <path-or-url>',
+        'SQLite file for effects and the journal; its parent directory is created if missing (":memory:" keeps nothing). ' +
+          'Or a postgres:// URL, shared by several receivers; add ?schema=NAME to use that schema (created if missing)',
+      )
+        .env('DATABASE_URL')
+        .default('./data/receiver.sqlite'),
     )
     .addOption(
       new Option('--secret <secret>', 'shared secret: POST /effects then needs a valid Leasehold-Signature header').env(

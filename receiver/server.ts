@@ -7,6 +7,8 @@ import { pino, type Logger } from 'pino';
 import { createReceiverApp } from './app.js';
 import { FaultController } from './faults.js';
 import { openSqliteEffectStore } from './knex-store.js';
+import { openPostgresEffectStore } from './postgres-store.js';
+import { isPostgresUrl, looksLikeUrl, redactDb } from '../queue/postgres.js';
 import { systemClock, type Clock, type Effect } from './rules.js';
 import type { JournalEntry, Totals } from './store.js';
 
@@ -15,7 +17,10 @@ export interface StartReceiverOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** A SQLite file path (parent directory created) or `:memory:` (the default). */
+  /**
+   * A SQLite file path (parent directory created) or `:memory:` (the default); or a
+   * `postgres://` URL, optionally with `?schema=NAME`, which several receivers may share.
+   */
   db?: string;
   /** Requires a valid Leasehold-Signature on POST /effects. */
   secret?: string;
@@ -63,7 +68,10 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
   }
   if (options.secret === '') throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
   const db = options.db ?? ':memory:';
-  if (db === '') throw new RangeError('db must be a file path or ":memory:".');
+  if (db === '') throw new RangeError('db must be a file path, ":memory:" or a postgres:// URL.');
+  if (looksLikeUrl(db) && !isPostgresUrl(db)) {
+    throw new RangeError(`db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`);
+  }
   return {
     port,
     host: options.host ?? '127.0.0.1',
@@ -84,7 +92,9 @@ function urlOf(server: Server): { url: string; port: number } {
 export async function startReceiver(options: StartReceiverOptions = {}): Promise<ReceiverHandle> {
   const resolved = resolveStartOptions(options);
   const { logger, clock } = resolved;
-  const store = await openSqliteEffectStore({ filename: resolved.db });
+  const store = isPostgresUrl(resolved.db)
+    ? await openPostgresEffectStore({ connectionString: resolved.db })
+    : await openSqliteEffectStore({ filename: resolved.db });
   const faults = new FaultController(resolved.testMode);
   const app = createReceiverApp({
     store,
@@ -102,7 +112,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     throw err;
   }
   const { url, port } = urlOf(server);
-  logger.info({ url, db: resolved.db, testMode: resolved.testMode, signed: resolved.secret !== undefined }, 'receiver listening');
+  logger.info({ url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined }, 'receiver listening');
 
   let closing: Promise<void> | undefined;
   const close = async (graceMs: number) => {

@@ -1,0 +1,76 @@
+// Choosing and opening PostgreSQL: URL parsing, schema names, password redaction, and what a
+// caller sees when the database cannot be reached (503, not 500).
+import { afterEach, describe, expect, test } from 'vitest';
+import request from 'supertest';
+import { existsSync } from 'node:fs';
+import { createQueueApp, openQueueStore, type QueueStore } from '../../queue/index.js';
+import { KnexQueueStore } from '../../queue/knex-store.js';
+import { postgresDialect } from '../../queue/postgres-store.js';
+import { isPostgresUrl, openPostgres, parsePostgresUrl, redactDb } from '../../queue/postgres.js';
+import { createReceiverApp, createKnexEffectStore } from '../../receiver/index.js';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+/** Nothing listens on port 1: every query fails with ECONNREFUSED, as when the server is down. */
+const UNREACHABLE = 'postgres://postgres@127.0.0.1:1/test';
+
+describe('postgres URLs', () => {
+  test('postgres:// and postgresql:// select PostgreSQL; ?schema= is taken off and the rest kept', () => {
+    expect([isPostgresUrl('postgres://h/db'), isPostgresUrl('postgresql://h/db'), isPostgresUrl('./data/q.sqlite')]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    expect(parsePostgresUrl('postgres://u:p@h:5433/db?schema=lh_1&sslmode=disable')).toEqual({
+      connectionString: 'postgres://u:p@h:5433/db?sslmode=disable',
+      schema: 'lh_1',
+    });
+    expect(parsePostgresUrl('postgres://h/db')).toEqual({ connectionString: 'postgres://h/db', schema: undefined });
+  });
+
+  test('a schema name that is not a plain identifier is refused with a reason', () => {
+    for (const bad of ['a-b', '1abc', 'x"; DROP TABLE t; --', 'a'.repeat(64)]) {
+      expect(() => parsePostgresUrl(`postgres://h/db?schema=${encodeURIComponent(bad)}`), bad).toThrow(/plain identifier/);
+    }
+  });
+
+  test('passwords never reach logs', () => {
+    expect(redactDb('postgres://app:s3cret@db.internal:5432/jobs?schema=q')).toBe('postgres://app:***@db.internal:5432/jobs?schema=q');
+    expect(redactDb('./data/queue.sqlite')).toBe('./data/queue.sqlite');
+  });
+
+  test('a URL of another database is refused, not taken for a SQLite file name', async () => {
+    await expect(openQueueStore({ db: 'mysql://u:pw@h/db' })).rejects.toThrow('Unsupported database URL "mysql://u:***@h/db"');
+    expect(existsSync('mysql:')).toBe(false);
+  });
+});
+
+describe('postgres unreachable', () => {
+  test('opening a store fails, and says so', async () => {
+    await expect(openQueueStore({ db: UNREACHABLE })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  test('the queue answers 503 queue_unavailable when its database goes away', async () => {
+    const gone: QueueStore = new KnexQueueStore(
+      openPostgres(parsePostgresUrl(UNREACHABLE)),
+      postgresDialect({ schema: undefined, retryBudgetMs: 100 }),
+    );
+    closers.push(() => gone.close());
+    const res = await request(createQueueApp({ store: gone })).post('/claims').send({ owner: 'w1' });
+    expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 503, code: 'queue_unavailable' });
+    expect(res.body.error.message).toContain('PostgreSQL');
+  });
+
+  test('the receiver answers 503 busy when its database goes away', async () => {
+    const store = createKnexEffectStore({ knex: openPostgres(parsePostgresUrl(UNREACHABLE)) });
+    closers.push(() => store.close());
+    const res = await request(createReceiverApp({ store }))
+      .post('/effects')
+      .set('Fencing-Token', '1')
+      .send({ jobId: 'a', qty: 1 });
+    expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 503, code: 'busy' });
+  });
+});
