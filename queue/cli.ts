@@ -6,6 +6,7 @@ import { queueCommand } from './main.js';
 import { gatewayCommand } from '../gateway/main.js';
 import { receiverCommand } from '../receiver/main.js';
 import { workerCommand } from './worker/main.js';
+import { demoCommand, startCommand } from './demo/main.js';
 
 const program = new Command('leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
@@ -18,6 +19,8 @@ program.addCommand(queueCommand());
 program.addCommand(gatewayCommand());
 program.addCommand(receiverCommand());
 program.addCommand(workerCommand());
+program.addCommand(demoCommand());
+program.addCommand(startCommand());
 
 await program.parseAsync(process.argv);
 

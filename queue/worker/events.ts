@@ -36,3 +36,17 @@ export type WorkerEventBody =
 export type WorkerEvent = { t: number; worker: string } & WorkerEventBody;
 
 export type WorkerEventName = WorkerEvent['event'];
+
+/** The extra line the worker CLI prints when an injected stall begins (`--stall-before-*`). */
+export interface StalledEvent {
+  t: number;
+  worker: string;
+  event: 'stalled';
+  job: string;
+  token: number;
+  before: 'send' | 'finish';
+  ms: number;
+}
+
+/** Every line `leasehold worker` prints on stdout. */
+export type WorkerLine = WorkerEvent | StalledEvent;

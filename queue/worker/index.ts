@@ -3,7 +3,7 @@ export { createWorker, runWorker, Worker, type RunOptions, type RunWorkerOptions
 export { WORKER_DEFAULTS, MIN_LEASE_MS, resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 export { LeaseLostError, type LeaseLostDetails, type LossDuring, type LossReason } from './errors.js';
 export { estimateLeaseEnd, heartbeatIntervalMs, refusalOf, type Refusal } from './rules.js';
-export type { WorkerEvent, WorkerEventBody, WorkerEventName } from './events.js';
+export type { StalledEvent, WorkerEvent, WorkerEventBody, WorkerEventName, WorkerLine } from './events.js';
 export type {
   ClaimedLease,
   EffectSender,

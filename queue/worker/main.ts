@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { WORKER_DEFAULTS, MIN_LEASE_MS } from './options.js';
-import type { WorkerEvent } from './events.js';
+import type { StalledEvent, WorkerLine } from './events.js';
 import type { Handler, WorkerHooks } from './types.js';
 import { runWorker } from './worker.js';
 
@@ -82,7 +82,7 @@ export function workerCommand(): Command {
 
 async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   // Pipes and files take stdout synchronously, so a line is out before the next step begins.
-  const print = (line: WorkerEvent | Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
+  const print = (line: WorkerLine) => process.stdout.write(`${JSON.stringify(line)}\n`);
   const stop = new AbortController();
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -99,7 +99,8 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   let ordinal = 0;
   const stall = (before: 'send' | 'finish', wanted: number[]) => async (lease: { id: string; token: number }) => {
     if (!wanted.includes(ordinal)) return;
-    print({ t: Date.now(), worker: flags.name, event: 'stalled', job: lease.id, token: lease.token, before, ms: flags.stallMs });
+    const stalled: StalledEvent = { t: Date.now(), worker: flags.name, event: 'stalled', job: lease.id, token: lease.token, before, ms: flags.stallMs };
+    print(stalled);
     // Deliberately not abortable: this models a step the worker cannot interrupt.
     await sleep(flags.stallMs);
   };

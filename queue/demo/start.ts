@@ -1,0 +1,57 @@
+// `leasehold start`: the three services together in the foreground, on fixed ports with their
+// data in one folder, until Ctrl-C; then the gateway stops first, since it calls the others.
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ChildGroup, describeExit, type Child } from './processes.js';
+import { startServiceProcesses, type ServiceUrls } from './services.js';
+
+export interface StartOptions {
+  cliPath: string;
+  host: string;
+  ports: { queue: number; gateway: number; receiver: number };
+  dataDir: string;
+  logLevel: string;
+}
+
+export interface RunningServices {
+  urls: ServiceUrls;
+  /** Resolves when one of them exits on its own: its name and how it ended. */
+  exited: Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startServices(options: StartOptions): Promise<RunningServices> {
+  const dataDir = resolve(options.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const group = new ChildGroup();
+  let stopping = false;
+  const stop = async () => {
+    stopping = true;
+    const [gateway, ...rest] = ['gateway', 'queue', 'receiver'].map((name) => group.all.find((c) => c.name === name));
+    if (gateway) await group.stop(15_000, [gateway]);
+    await group.stop(15_000, rest.filter((c): c is Child => c !== undefined));
+    await group.dispose(5_000);
+  };
+  let started;
+  try {
+    started = await startServiceProcesses({
+      cliPath: options.cliPath,
+      group,
+      host: options.host,
+      ports: options.ports,
+      db: { queue: join(dataDir, 'queue.sqlite'), receiver: join(dataDir, 'receiver.sqlite') },
+      logLevel: options.logLevel,
+      stderr: () => 'inherit',
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const exited = Promise.race(
+    Object.values(started.children).map(async (child) => {
+      const exit = await child.exited;
+      return stopping ? new Promise<string>(() => {}) : `${child.name} exited on its own (${describeExit(exit)})`;
+    }),
+  );
+  return { urls: started.urls, exited, stop };
+}
