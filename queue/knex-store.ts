@@ -1,7 +1,7 @@
 // The queue's SQL, on knex. Every fencing check is one conditional UPDATE whose WHERE clause
 // is the precondition and whose returned row is the answer; a refused write is explained by
 // reading the row afterwards. Dialects differ only in how a write transaction begins, where
-// `now` comes from, and how a claim picks its row.
+// `now` comes from, how a claim picks its row, and whether the quarantine sweep skips locked rows.
 import type { Knex } from 'knex';
 import { QueueError, staleLeaseError, unknownJobError } from './errors.js';
 import {

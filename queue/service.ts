@@ -21,6 +21,7 @@ export interface QueueServiceOptions {
   /** 0 picks a free port. */
   port?: number;
   latePolicy?: LateFinishPolicy;
+  /** The queue's clock (default: the system's). On PostgreSQL it replaces the server's clock: tests only. */
   clock?: Clock;
   logger?: Logger;
 }
