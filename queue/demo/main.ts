@@ -2,7 +2,8 @@
 // scenario.ts; the services' in start.ts.
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DEMO_DEFAULTS, runDemo, type DemoResult } from './scenario.js';
+import { DEMO_DEFAULTS } from './options.js';
+import { runDemo, type DemoResult } from './scenario.js';
 import { startServices } from './start.js';
 import { formatChecks, formatEntry } from './timeline.js';
 

@@ -9,32 +9,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueClient } from '../client.js';
 import type { WorkerLine } from '../worker/events.js';
 import { demoJobs, type DemoJob } from './jobs.js';
-import { ChildGroup, describeExit, type Child } from './processes.js';
+import { ChildGroup, describeExit, type Child, type ExitInfo } from './processes.js';
 import { readFinalState, startServiceProcesses, type ServiceChildren, type ServiceUrls } from './services.js';
 import { describeEvent, formatEntry, type TimelineEntry } from './timeline.js';
-import { judgeDemo, type Check, type FinalState, type Freeze, type ScenarioRecord } from './verdict.js';
-
-export const DEMO_DEFAULTS = { jobs: 12, workers: 3, leaseMs: 1_500, workMs: 300, seed: 42, timeoutMs: 90_000 } as const;
-
-export interface DemoOptions {
-  /** `dist/queue/cli.js`: every process is `node <cliPath> <command>`. */
-  cliPath: string;
-  jobs?: number;
-  workers?: number;
-  leaseMs?: number;
-  /** Simulated work per job before its send. */
-  workMs?: number;
-  seed?: number;
-  /** Keep the temp dir (SQLite files, logs, events) even when the run passes. */
-  keep?: boolean;
-  /** Each timeline entry, as it happens. */
-  onEntry?: (entry: TimelineEntry) => void;
-  /** Abort (Ctrl-C) to stop early; every process is still stopped. */
-  signal?: AbortSignal;
-  timeoutMs?: number;
-}
-
-export type ResolvedDemoOptions = Required<Omit<DemoOptions, 'onEntry' | 'signal'>> & Pick<DemoOptions, 'onEntry' | 'signal'>;
+import { Director } from './director.js';
+import { resolveDemoOptions, type DemoOptions, type ResolvedDemoOptions } from './options.js';
+import { judgeDemo, type Check, type FinalState, type ScenarioRecord } from './verdict.js';
 
 export interface DemoResult {
   ok: boolean;
@@ -50,33 +30,12 @@ export interface DemoResult {
   scenario: ScenarioRecord;
   final: FinalState | undefined;
   checks: Check[];
+  /** Every process the demo started, and how it ended: none is left running. */
+  processes: Array<{ name: string; pid: number; exit: ExitInfo }>;
 }
 
 /** The worker that is frozen; the first to start, so its first job is known to be job one. */
 const FROZEN = 'w1';
-
-export function resolveDemoOptions(options: DemoOptions): ResolvedDemoOptions {
-  const int = (what: string, value: number, min: number, max: number) => {
-    if (!Number.isSafeInteger(value) || value < min || value > max) {
-      throw new RangeError(`${what} must be an integer from ${min} to ${max}, not ${String(value)}.`);
-    }
-    return value;
-  };
-  return {
-    cliPath: options.cliPath,
-    // Half the jobs are enqueued after the first freeze: both halves need work for three workers.
-    jobs: int('--jobs', options.jobs ?? DEMO_DEFAULTS.jobs, 6, 1_000),
-    // One to freeze, one to kill, at least one to carry on.
-    workers: int('--workers', options.workers ?? DEMO_DEFAULTS.workers, 3, 20),
-    leaseMs: int('--lease-ms', options.leaseMs ?? DEMO_DEFAULTS.leaseMs, 600, 60_000),
-    workMs: int('--work-ms', options.workMs ?? DEMO_DEFAULTS.workMs, 0, 60_000),
-    seed: int('--seed', options.seed ?? DEMO_DEFAULTS.seed, 0, 2 ** 32 - 1),
-    keep: options.keep ?? false,
-    timeoutMs: int('timeoutMs', options.timeoutMs ?? DEMO_DEFAULTS.timeoutMs, 1_000, 3_600_000),
-    onEntry: options.onEntry,
-    signal: options.signal,
-  };
-}
 
 export async function runDemo(input: DemoOptions): Promise<DemoResult> {
   const run = new DemoRun(resolveDemoOptions(input));
@@ -95,10 +54,9 @@ class DemoRun {
   private readonly jobs: DemoJob[];
   private readonly timeline: TimelineEntry[] = [];
   private readonly events: WorkerLine[] = [];
-  private readonly scenario: ScenarioRecord = {};
+  private readonly director: Director;
   private readonly reasons: string[] = [];
   private readonly workers = new Map<string, Child>();
-  private readonly firstClaim: { promise: Promise<void>; resolve: () => void };
   private urls: ServiceUrls | undefined;
   private services: ServiceChildren | undefined;
   private queue: QueueClient | undefined;
@@ -107,14 +65,22 @@ class DemoRun {
 
   constructor(private readonly options: ResolvedDemoOptions) {
     this.jobs = demoJobs(options.jobs, options.seed);
-    let resolve!: () => void;
-    this.firstClaim = { promise: new Promise<void>((r) => (resolve = r)), resolve };
+    this.director = new Director({
+      frozen: FROZEN,
+      leaseMs: options.leaseMs,
+      worker: (name) => this.workers.get(name),
+      // More work arrives while the frozen worker sleeps, so there is a fresh job for it after waking.
+      beforeFirstResume: () => this.enqueue(this.jobs.slice(Math.floor(this.jobs.length / 2))),
+      note: (text) => this.note('demo', text),
+      fail: (err) => this.failWith(err),
+      now: () => this.now(),
+    });
   }
 
   async execute(): Promise<void> {
     const { options } = this;
     this.note('demo', `${options.jobs} jobs, ${options.workers} workers, lease ${options.leaseMs} ms, work ${options.workMs} ms per job, seed ${options.seed}; files in ${this.dir}`);
-    const started = await startServiceProcesses({
+    const started = await this.abortable(startServiceProcesses({
       cliPath: options.cliPath,
       group: this.group,
       host: '127.0.0.1',
@@ -124,17 +90,17 @@ class DemoRun {
       stderr: (name) => ({ file: join(this.dir, `${name}.log`) }),
       secret: randomBytes(16).toString('hex'),
       onReady: (name, url, child) => this.note(name, `listening on ${url} (pid ${child.pid})`),
-    });
+    }));
     this.urls = started.urls;
     this.services = started.children;
     this.queue = new QueueClient(started.urls.queue);
     this.note('demo', 'the gateway signs every effect it forwards and the receiver checks the signature (a fresh shared secret)');
 
     const half = Math.floor(this.jobs.length / 2);
-    await this.enqueue(this.jobs.slice(0, half));
+    await this.abortable(this.enqueue(this.jobs.slice(0, half)));
     // The frozen worker starts alone, so the first job is its own; the others join once it has it.
     this.spawnWorker(FROZEN);
-    await this.within(this.firstClaim.promise, 20_000, `${FROZEN} to claim its first job`);
+    await this.abortable(this.within(this.director.firstClaim, 20_000, `${FROZEN} to claim its first job`));
     for (let i = 2; i <= options.workers; i += 1) this.spawnWorker(`w${i}`);
     await this.untilSettled();
   }
@@ -147,26 +113,10 @@ class DemoRun {
 
   /** Stops every process, reads the final state, judges, and tidies up. */
   async finish(): Promise<DemoResult> {
-    const workers = [...this.workers.values()];
-    if (this.failure) {
-      this.group.killNow();
-    } else {
-      this.note('demo', 'all jobs settled; stopping the workers (SIGTERM)');
-    }
-    await this.group.stop(5_000, workers);
-    if (this.urls && this.services?.queue.running && this.services.receiver.running) {
-      try {
-        this.final = await readFinalState(this.urls);
-      } catch (err) {
-        this.failWith(new Error(`could not read the final state: ${(err as Error).message}`));
-      }
-    }
-    this.queue?.close();
-    await this.group.dispose(5_000);
-    for (const child of this.group.all) {
-      if (!workers.includes(child) && this.failure === undefined) this.note(child.name, `stopped (${describeExit(await child.exited)})`);
-    }
-    const checks = this.final ? judgeDemo({ jobs: this.jobs, final: this.final, scenario: this.scenario, events: this.events }) : [];
+    await this.stopAll();
+    const scenario = this.director.scenario;
+    this.reasons.push(...this.director.problems);
+    const checks = this.final ? judgeDemo({ jobs: this.jobs, final: this.final, scenario, events: this.events }) : [];
     for (const check of checks) {
       if (check.ok === false) this.reasons.push(`${check.label}: expected ${check.expected}, got ${check.actual}`);
     }
@@ -185,10 +135,34 @@ class DemoRun {
       jobs: this.jobs,
       timeline: this.timeline,
       events: this.events,
-      scenario: this.scenario,
+      scenario,
       final: this.final,
       checks,
+      processes: await Promise.all(this.group.all.map(async (c) => ({ name: c.name, pid: c.pid, exit: await c.exited }))),
     };
+  }
+
+  /** Workers first (killed when the run failed), then the final state is read, then the services. */
+  private async stopAll(): Promise<void> {
+    const workers = [...this.workers.values()];
+    if (this.failure) {
+      for (const worker of workers) worker.signal('SIGKILL');
+    } else {
+      this.note('demo', 'all jobs settled; stopping the workers (SIGTERM)');
+    }
+    await this.group.stop(5_000, workers);
+    if (this.urls && this.services?.queue.running && this.services.receiver.running) {
+      try {
+        this.final = await readFinalState(this.urls);
+      } catch (err) {
+        this.failWith(new Error(`could not read the final state: ${(err as Error).message}`));
+      }
+    }
+    this.queue?.close();
+    await this.group.dispose(5_000);
+    if (this.failure === undefined && this.services) {
+      for (const child of Object.values(this.services)) this.note(child.name, `stopped (${describeExit(await child.exited)})`);
+    }
   }
 
   private spawnWorker(name: string): void {
@@ -208,7 +182,7 @@ class DemoRun {
     });
     this.workers.set(name, child);
     void child.exited.then((exit) => {
-      if (this.scenario.kill?.worker !== name && exit.code !== 0 && this.failure === undefined) {
+      if (this.director.scenario.kill?.worker !== name && exit.code !== 0 && this.failure === undefined) {
         this.failWith(new Error(`worker ${name} exited unexpectedly (${describeExit(exit)}).${child.logTail()}`));
       }
     });
@@ -223,73 +197,13 @@ class DemoRun {
       return;
     }
     this.events.push(event);
-    this.entry({ ms: event.t - this.t0, who: event.worker, text: describeEvent(event, this.t0) });
+    const pid = event.event === 'started' ? ` (pid ${this.workers.get(worker)?.pid})` : '';
+    this.entry({ ms: event.t - this.t0, who: event.worker, text: `${describeEvent(event, this.t0)}${pid}` });
     try {
-      this.react(event);
+      this.director.react(event);
     } catch (err) {
       this.failWith(err);
     }
-  }
-
-  /** The scenario's moves, each triggered by what a worker just reported. */
-  private react(e: WorkerLine): void {
-    const { scenario } = this;
-    if (e.event === 'claimed' && e.worker === FROZEN) this.firstClaim.resolve();
-    if (e.event === 'stalled' && e.worker === FROZEN) {
-      const slot = e.before === 'send' ? 'staleSend' : 'staleFinish';
-      if (!scenario[slot]) {
-        this.workers.get(FROZEN)!.signal('SIGSTOP');
-        scenario[slot] = { worker: FROZEN, job: e.job, token: e.token, before: e.before, frozenAt: this.now() };
-        this.note('demo', `FREEZE ${FROZEN} (SIGSTOP) inside that stall: it holds ${e.job} with token ${e.token}, its lease will run out`);
-        this.guardFreeze(scenario[slot]);
-      }
-    }
-    if (e.event === 'claimed') {
-      for (const freeze of [scenario.staleSend, scenario.staleFinish]) {
-        if (freeze && !freeze.takenOverBy && e.job === freeze.job && e.worker !== freeze.worker) {
-          freeze.takenOverBy = { worker: e.worker, token: e.token };
-          void this.resume(freeze).catch((err: unknown) => this.failWith(err));
-        }
-      }
-      const kill = scenario.kill;
-      if (kill && !kill.recoveredBy && e.job === kill.job && e.worker !== kill.worker) kill.recoveredBy = { worker: e.worker, token: e.token };
-      // The victim: the first other worker to take a fresh job once the first freeze is over.
-      if (!kill && scenario.staleSend?.resumedAt !== undefined && e.worker !== FROZEN && e.attempt === 1) {
-        void this.workers.get(e.worker)!.kill();
-        scenario.kill = { worker: e.worker, job: e.job, token: e.token, killedAt: this.now() };
-        this.note('demo', `KILL ${e.worker} (SIGKILL) mid-job: it holds ${e.job} with token ${e.token}; nobody will finish it until its lease ends`);
-      }
-    }
-    for (const freeze of [scenario.staleSend, scenario.staleFinish]) {
-      if (!freeze || freeze.resumedAt === undefined || !('job' in e) || e.job !== freeze.job || e.worker !== freeze.worker) continue;
-      if (e.event === 'refused' && e.op === freeze.before && !freeze.refusal) {
-        freeze.refusal = { op: e.op, status: e.status, code: e.code, ...(e.reason ? { reason: e.reason } : {}) };
-      }
-      if (e.event === 'lost') freeze.lostReported = true;
-    }
-  }
-
-  private async resume(freeze: Freeze): Promise<void> {
-    // More work arrives while the frozen worker sleeps, so there is a fresh job for it after waking.
-    if (freeze === this.scenario.staleSend) await this.enqueue(this.jobs.slice(Math.floor(this.jobs.length / 2)));
-    this.workers.get(freeze.worker)!.signal('SIGCONT');
-    freeze.resumedAt = this.now();
-    const by = freeze.takenOverBy;
-    this.note(
-      'demo',
-      `RESUME ${freeze.worker} (SIGCONT): ${freeze.job} now belongs to ${by ? `${by.worker} with token ${by.token}` : 'nobody else'}; ${freeze.worker} still holds token ${freeze.token} and goes on to ${freeze.before}`,
-    );
-  }
-
-  /** A freeze that nobody takes over (it missed its stall) is ended after a while, and reported. */
-  private guardFreeze(freeze: Freeze): void {
-    const ms = this.options.leaseMs * 3 + 5_000;
-    setTimeout(() => {
-      if (freeze.resumedAt !== undefined) return;
-      this.reasons.push(`no other worker took ${freeze.job} over within ${ms} ms of freezing ${freeze.worker}`);
-      freeze.missed = true;
-      void this.resume(freeze).catch((err: unknown) => this.failWith(err));
-    }, ms).unref();
   }
 
   private async untilSettled(): Promise<void> {
@@ -299,9 +213,7 @@ class DemoRun {
       if (this.options.signal?.aborted) throw new Error('interrupted');
       const stats = await this.queue!.stats();
       const allDone = stats.done + stats.dead === this.jobs.length;
-      const settled = (f: Freeze | undefined) => (f ? f.lostReported === true || f.missed === true : allDone);
-      const { staleSend, staleFinish, kill } = this.scenario;
-      if (allDone && settled(staleSend) && settled(staleFinish) && (kill !== undefined || allDone)) return;
+      if (allDone && this.director.settled(allDone)) return;
       if (Date.now() > deadline) {
         throw new Error(`timed out after ${this.options.timeoutMs} ms with ${stats.done} of ${this.jobs.length} jobs done (${JSON.stringify(stats)})`);
       }
@@ -324,6 +236,18 @@ class DemoRun {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Rejects as soon as the run is interrupted, instead of waiting for `promise`. */
+  private abortable<T>(promise: Promise<T>): Promise<T> {
+    const signal = this.options.signal;
+    if (!signal) return promise;
+    if (signal.aborted) return Promise.reject(new Error('interrupted'));
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(new Error('interrupted'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
   }
 
   private now(): number {

@@ -1,4 +1,5 @@
 // The demo's words: one readable line per worker event or demo action, and the verdict table.
+import type { LossReason } from '../worker/errors.js';
 import type { WorkerLine } from '../worker/events.js';
 import type { Check } from './verdict.js';
 
@@ -41,7 +42,7 @@ export function describeEvent(e: WorkerLine, t0: number): string {
     case 'failed':
       return `failed ${e.job} (token ${e.token}): ${e.error} — now ${e.status}`;
     case 'lost':
-      return `LOST its lease on ${e.job} (token ${e.token}), found during ${e.during}: ${e.reason}`;
+      return `LOST its lease on ${e.job} (token ${e.token}), found during ${e.during}: ${LOSS_WORDS[e.reason]}`;
     case 'call_failed':
       return `${e.op} of ${e.job} could not reach the queue: ${e.error}`;
     case 'claim_failed':
@@ -54,6 +55,18 @@ export function describeEvent(e: WorkerLine, t0: number): string {
       return JSON.stringify(e);
   }
 }
+
+const LOSS_WORDS: Record<LossReason, string> = {
+  not_leased: 'the job is no longer leased',
+  token_mismatch: 'the job was claimed again under a newer token',
+  owner_mismatch: 'another owner holds the token',
+  deadline_passed: "the job's deadline passed",
+  lease_expired: 'the lease expired',
+  unknown_job: 'the queue does not know the job',
+  fenced: 'the receiver has seen a newer token',
+  not_renewed: 'no renewal succeeded before the lease ran out',
+  queue_unreachable: 'the queue could not be reached in time',
+};
 
 /** The verdict as an aligned table: one row per check, expected next to actual. */
 export function formatChecks(checks: readonly Check[]): string[] {

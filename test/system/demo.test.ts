@@ -1,0 +1,108 @@
+// The demo's scenario end to end, with real processes: a worker frozen before its send and
+// again before its finish wakes up to refusals, a killed worker's job is done by another, and
+// the receiver's total is the sum of the jobs. Run after `npm run build` (it starts dist/).
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { describe, expect, onTestFinished, test } from 'vitest';
+import { formatEntry, runDemo, type DemoResult } from '../../queue/demo/index.js';
+
+const CLI = fileURLToPath(new URL('../../dist/queue/cli.js', import.meta.url));
+
+/** Keeps the demo's temp dir and prints it with the timeline when the test fails; removes it otherwise. */
+function keepOnFailure(result: DemoResult): void {
+  onTestFinished(({ task }) => {
+    if (task.result?.state === 'fail') {
+      console.error(`kept the demo's files: ${result.dir}\n${result.timeline.map(formatEntry).join('\n')}`);
+    } else {
+      rmSync(result.dir, { recursive: true, force: true });
+    }
+  });
+}
+
+function gone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+describe('the demo', () => {
+  test('stale send and stale finish refused, killed job recovered, totals equal', { timeout: 150_000 }, async () => {
+    const result = await runDemo({ cliPath: CLI, keep: true, timeoutMs: 120_000 });
+    keepOnFailure(result);
+
+    expect(result.reasons).toEqual([]);
+    expect(result.ok).toBe(true);
+    const final = result.final!;
+    const job = (id: string) => final.jobs.find((j) => j.id === id);
+
+    // Frozen inside its stall before the send: on waking, its send is refused by the gateway and
+    // nothing reaches the receiver under its token; the job is done by the worker that took it over.
+    const { staleSend, staleFinish, kill } = result.scenario;
+    expect(staleSend).toMatchObject({ worker: 'w1', before: 'send', refusal: { op: 'send', status: 409, code: 'stale_lease' } });
+    expect(staleSend!.takenOverBy!.worker).not.toBe('w1');
+    expect(staleSend!.takenOverBy!.token).toBeGreaterThan(staleSend!.token);
+    expect(final.journal.filter((j) => j.jobId === staleSend!.job && j.token === staleSend!.token)).toEqual([]);
+    expect(job(staleSend!.job)).toMatchObject({ status: 'done', owner: staleSend!.takenOverBy!.worker, token: staleSend!.takenOverBy!.token });
+
+    // Frozen before the finish of a job it had sent: the finish is refused; the new owner's send
+    // is a duplicate, and it finishes the job.
+    expect(staleFinish).toMatchObject({ worker: 'w1', before: 'finish', refusal: { op: 'finish', status: 409, code: 'stale_lease' } });
+    expect(job(staleFinish!.job)).toMatchObject({ status: 'done', owner: staleFinish!.takenOverBy!.worker });
+    const w1Finished = result.events.filter((e) => e.worker === 'w1' && e.event === 'finished').map((e) => ('job' in e ? e.job : ''));
+    expect(w1Finished).not.toContain(staleSend!.job);
+    expect(w1Finished).not.toContain(staleFinish!.job);
+
+    // Killed mid-job: someone else does its job, under a newer token.
+    expect(kill).toBeDefined();
+    const killed = job(kill!.job)!;
+    expect(killed.status).toBe('done');
+    expect(killed.owner).not.toBe(kill!.worker);
+    expect(killed.token).toBeGreaterThan(kill!.token);
+
+    // Every job exactly once in effect, and the total is the sum of the jobs' qty.
+    const expectedQty = result.jobs.reduce((sum, j) => sum + j.qty, 0);
+    expect(final.totals).toEqual({ effects: result.jobs.length, qty: expectedQty });
+    expect(final.stats).toEqual({ pending: 0, leased: 0, done: result.jobs.length, dead: 0 });
+    expect(final.effects.map((e) => e.jobId).sort()).toEqual(result.jobs.map((j) => j.id).sort());
+
+    // Every process it started has exited.
+    expect(result.processes.length).toBe(3 + 3);
+    expect(result.processes.filter((p) => !gone(p.pid))).toEqual([]);
+  });
+
+  test('Ctrl-C in the middle of a freeze: every process is stopped, the frozen one included', { timeout: 60_000 }, async () => {
+    const child = spawn(process.execPath, [CLI, 'demo'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines: string[] = [];
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const frozen = new Promise<void>((resolve) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        lines.push(line);
+        if (/FREEZE w1/.test(line)) resolve();
+      });
+    });
+    onTestFinished(({ task }) => {
+      child.kill('SIGKILL');
+      if (task.result?.state === 'fail') console.error(`demo output:\n${lines.join('\n')}\n${stderr}`);
+    });
+
+    await frozen;
+    child.kill('SIGINT');
+    const code = await exited;
+
+    expect(code).toBe(130);
+    const pids = lines.flatMap((l) => [...l.matchAll(/\(pid (\d+)\)/g)].map((m) => Number(m[1])));
+    expect(pids.length).toBeGreaterThanOrEqual(4); // three services and the frozen worker
+    expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+    expect(lines.join('\n')).toMatch(/FAIL after [\d.]+ s:\n {2}- interrupted/);
+    const kept = /files kept in (\S+)/.exec(lines.join('\n'));
+    expect(kept).not.toBeNull();
+    rmSync(kept![1]!, { recursive: true, force: true });
+  });
+});
