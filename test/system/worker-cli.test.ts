@@ -1,0 +1,138 @@
+// `leasehold worker` and `leasehold start` as real processes: the worker's JSON event lines,
+// its --help, a clean stop on SIGTERM that hands the job in hand back; the three services
+// started together and stopped with Ctrl-C. Run after `npm run build`.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, onTestFinished, test } from 'vitest';
+import type { WorkerLine } from '../../queue/worker/index.js';
+import { QueueClient } from '../../queue/client.js';
+import { closeAfterTest, setup } from '../worker/setup.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const CLI = fileURLToPath(new URL('../../dist/queue/cli.js', import.meta.url));
+
+interface Run {
+  child: ChildProcessWithoutNullStreams;
+  lines: string[];
+  events: WorkerLine[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with the first line that matches. */
+  line(pattern: RegExp, timeoutMs?: number): Promise<string>;
+}
+
+/** Starts `leasehold <args>`; prints its output if the test fails; kills it after the test. */
+function cli(args: string[]): Run {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const events: WorkerLine[] = [];
+  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(line);
+    if (line.startsWith('{')) events.push(JSON.parse(line) as WorkerLine);
+    for (const waiter of waiters.filter((w) => w.pattern.test(line))) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve(line);
+    }
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  onTestFinished(({ task }) => {
+    child.kill('SIGKILL');
+    if (task.result?.state === 'fail') console.error(`leasehold ${args.join(' ')}\nstdout:\n${lines.join('\n')}\nstderr:\n${stderr}`);
+  });
+  return {
+    child,
+    lines,
+    events,
+    exited,
+    line: (pattern, timeoutMs = 20_000) =>
+      new Promise((resolve, reject) => {
+        const found = lines.find((l) => pattern.test(l));
+        if (found !== undefined) return resolve(found);
+        const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms`)), timeoutMs);
+        waiters.push({ pattern, resolve: (l) => (clearTimeout(timer), resolve(l)) });
+      }),
+  };
+}
+
+describe('leasehold worker', () => {
+  test('--help explains every flag', async () => {
+    const run = cli(['worker', '--help']);
+    expect((await run.exited).code).toBe(0);
+    const help = run.lines.join('\n');
+    for (const flag of ['--queue', '--gateway', '--name', '--lease-ms', '--poll-ms', '--work-ms', '--max-jobs', '--drain-ms', '--stall-before-send', '--stall-before-finish', '--stall-ms']) {
+      expect(help).toContain(flag);
+    }
+    expect(help).toMatch(/one JSON line per event on stdout/);
+    expect(help).toMatch(/SIGTERM or SIGINT/);
+  });
+
+  test('works through the queue, printing one JSON line per event, and exits 0 after --max-jobs', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'a', qty: 2 });
+    await s.client.enqueue({ id: 'b', qty: 5 });
+    const run = cli(['worker', '--queue', s.queue.url, '--gateway', s.gateway.url, '--name', 'cli-1', '--lease-ms', '900', '--poll-ms', '50', '--work-ms', '400', '--max-jobs', '2']);
+
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.lines.every((l) => l.startsWith('{'))).toBe(true);
+    const names = run.events.map((e) => e.event);
+    expect(names[0]).toBe('started');
+    expect(names.at(-1)).toBe('stopped');
+    for (const id of ['a', 'b']) {
+      const mine = run.events.filter((e) => 'job' in e && e.job === id).map((e) => e.event);
+      expect(mine.filter((n) => n !== 'renewed')).toEqual(['claimed', 'sent', 'finished']);
+    }
+    expect(run.events.find((e) => e.event === 'claimed')).toMatchObject({ worker: 'cli-1', job: 'a', token: 1, attempt: 1, qty: 2 });
+    expect(run.events.every((e) => e.worker === 'cli-1' && Number.isInteger(e.t))).toBe(true);
+    expect(await s.receiver.totals()).toEqual({ effects: 2, qty: 7 });
+  });
+
+  test('SIGTERM mid-job: no new claims, the job is handed back after --drain-ms, exit 0', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'long', qty: 1 });
+    await s.client.enqueue({ id: 'next', qty: 1 });
+    const run = cli(['worker', '--queue', s.queue.url, '--gateway', s.gateway.url, '--name', 'cli-2', '--lease-ms', '900', '--work-ms', '60000', '--drain-ms', '300']);
+    await run.line(/"event":"claimed"/);
+    run.child.kill('SIGTERM');
+
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.events.map((e) => e.event).filter((n) => n !== 'renewed')).toEqual(['started', 'claimed', 'stopping', 'failed', 'stopped']);
+    const long = await s.client.get('long');
+    expect(long).toMatchObject({ status: 'pending', lastError: expect.stringMatching(/worker "cli-2" stopped before the job was done/) });
+    expect(long.runAt).toBeLessThanOrEqual(Date.now());
+    expect((await s.client.get('next')).status).toBe('pending');
+  });
+});
+
+describe('leasehold start', () => {
+  test('runs the three services until SIGINT, prints their URLs, then stops them cleanly', async () => {
+    const data = join(tempDir('leasehold-start-'), 'data');
+    const run = cli(['start', '--queue-port', '0', '--gateway-port', '0', '--receiver-port', '0', '--data', data, '--log-level', 'warn']);
+    await run.line(/Ctrl-C stops all three/);
+    const url = (name: string) => new RegExp(`leasehold ${name} +(http://\\S+)`).exec(run.lines.join('\n'))![1]!;
+    for (const name of ['queue', 'gateway', 'receiver']) {
+      const res = await fetch(`${url(name)}/healthz`);
+      expect(res.status).toBe(200);
+    }
+    // They work together: a job enqueued on the queue, its effect sent through the gateway.
+    const queue = new QueueClient(url('queue'));
+    closeAfterTest(() => queue.close());
+    await queue.enqueue({ id: 'x', qty: 3 });
+    const lease = (await queue.claim('me', 5_000))!;
+    const sent = await fetch(`${url('gateway')}/send`, { method: 'POST', body: JSON.stringify({ jobId: 'x', owner: 'me', token: lease.token, qty: 3 }) });
+    expect(sent.status).toBe(200);
+    expect(existsSync(join(data, 'queue.sqlite'))).toBe(true);
+    expect(existsSync(join(data, 'receiver.sqlite'))).toBe(true);
+
+    run.child.kill('SIGINT');
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.lines.at(-1)).toBe('stopped');
+    await expect(fetch(`${url('queue')}/healthz`)).rejects.toThrow();
+  });
+});
