@@ -1,0 +1,132 @@
+// From rounds to results: a median/min/max per column, ratios taken within each round and then
+// summarised, and the goals checked against those ratios.
+import type { RunRecord } from './run.js';
+import { ratios, summarize, type Summary } from './stats.js';
+
+export interface ColumnResult {
+  id: string;
+  label: string;
+  unit: 'tx/s' | 'jobs/s';
+  perSec: Summary | null;
+  txPerJob: Summary | null;
+  statementsPerJob: Summary | null;
+  ratio: { to: string; toLabel: string; summary: Summary | null } | null;
+  errors: number;
+  firstError?: string;
+  drainedRounds: number;
+}
+
+export interface LatencyResult {
+  gatewayP50Ms: Summary | null;
+  gatewayP99Ms: Summary | null;
+  directP50Ms: Summary | null;
+  directP99Ms: Summary | null;
+  ratioP50: Summary | null;
+  ratioP99: Summary | null;
+  errors: number;
+  firstError?: string;
+}
+
+export interface Goal {
+  name: string;
+  measured: number | null;
+  comparison: '>=' | '<=' | '<';
+  target: number;
+  pass: boolean;
+}
+
+export interface Analysis {
+  columns: ColumnResult[];
+  latency: LatencyResult;
+  memory: { name: string; peakMiB: number | null; service: boolean }[];
+  goals: Goal[];
+}
+
+/** Each column's ratio basis: what it is compared with, round by round. */
+const RATIO_BASIS: Record<string, string> = {
+  limitKnex: 'limit',
+  library1: 'limit',
+  libraryN: 'limit',
+  libraryNp: 'limit',
+  http1: 'library1',
+  httpN: 'libraryN',
+  e2e: 'limit',
+  pgLibrary1: 'library1',
+  pgLibraryN: 'libraryN',
+};
+
+export const SERVICE_MEMORY_LIMIT_MIB = 150;
+const SERVICES = new Set(['queue', 'receiver', 'gateway']);
+
+export function analyse(run: RunRecord): Analysis {
+  const series: Record<string, RunRecord['rounds'][number]['limit'][]> = {
+    limit: run.rounds.map((r) => r.limit),
+    limitKnex: run.rounds.map((r) => r.limitKnex),
+  };
+  for (const { id } of run.columns) series[id] = run.rounds.map((r) => r.columns[id]!);
+  const labels: Record<string, string> = {
+    limit: 'limit: bare sqlite3 write transactions',
+    limitKnex: 'the same transaction through knex',
+    ...Object.fromEntries(run.columns.map((c) => [c.id, c.label])),
+  };
+  const columns = Object.entries(series).map(([id, values]): ColumnResult => {
+    const basis = RATIO_BASIS[id];
+    const rates = values.map((t) => t.perSec);
+    const firstError = values.find((t) => t.firstError)?.firstError;
+    return {
+      id,
+      label: labels[id]!,
+      unit: id.startsWith('limit') ? 'tx/s' : 'jobs/s',
+      perSec: summarize(rates),
+      txPerJob: summarize(values.map((t) => t.txPerJob ?? Number.NaN)),
+      statementsPerJob: summarize(values.map((t) => t.statementsPerJob ?? Number.NaN)),
+      ratio:
+        basis && series[basis]
+          ? { to: basis, toLabel: labels[basis]!, summary: summarize(ratios(rates, series[basis]!.map((t) => t.perSec))) }
+          : null,
+      errors: values.reduce((sum, t) => sum + t.errors, 0),
+      ...(firstError ? { firstError } : {}),
+      drainedRounds: values.filter((t) => t.drained).length,
+    };
+  });
+  const latency = latencyResult(run);
+  const memory = Object.entries(run.peaks).map(([name, peakMiB]) => ({ name, peakMiB, service: SERVICES.has(name) }));
+  memory.push({ name: 'benchmark process', peakMiB: run.benchPeakRssMiB, service: false });
+  return { columns, latency, memory, goals: goals(columns, latency, memory) };
+}
+
+function latencyResult(run: RunRecord): LatencyResult {
+  const lat = run.rounds.map((r) => r.latency);
+  const firstError = lat.find((l) => l.firstError)?.firstError;
+  return {
+    gatewayP50Ms: summarize(lat.map((l) => l.gatewayP50Ms)),
+    gatewayP99Ms: summarize(lat.map((l) => l.gatewayP99Ms)),
+    directP50Ms: summarize(lat.map((l) => l.directP50Ms)),
+    directP99Ms: summarize(lat.map((l) => l.directP99Ms)),
+    ratioP50: summarize(ratios(lat.map((l) => l.gatewayP50Ms), lat.map((l) => l.directP50Ms))),
+    ratioP99: summarize(ratios(lat.map((l) => l.gatewayP99Ms), lat.map((l) => l.directP99Ms))),
+    errors: lat.reduce((sum, l) => sum + l.errors, 0),
+    ...(firstError ? { firstError } : {}),
+  };
+}
+
+function goals(columns: ColumnResult[], latency: LatencyResult, memory: Analysis['memory']): Goal[] {
+  const ratioOf = (id: string) => columns.find((c) => c.id === id)?.ratio?.summary?.median ?? null;
+  const check = (name: string, measured: number | null, comparison: Goal['comparison'], target: number): Goal => ({
+    name,
+    measured,
+    comparison,
+    target,
+    pass:
+      measured !== null &&
+      (comparison === '>=' ? measured >= target : comparison === '<=' ? measured <= target : measured < target),
+  });
+  return [
+    check('queue library cycle, 1 worker / raw limit', ratioOf('library1'), '>=', 0.4),
+    check('HTTP cycle, 1 worker / library cycle, 1 worker', ratioOf('http1'), '>=', 0.85),
+    check('gateway send p50 / direct call p50', latency.ratioP50?.median ?? null, '<=', 1.5),
+    ...memory
+      .filter((m) => m.service)
+      .map((m) => check(`peak resident memory of ${m.name} (MiB)`, m.peakMiB, '<', SERVICE_MEMORY_LIMIT_MIB)),
+  ];
+}

@@ -1,0 +1,108 @@
+// Worker processes driven from the benchmark over IPC: each runs its loops for the same window,
+// started at the same instant, and reports what it completed. Kept alive across rounds.
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { LoopResult } from './loops.js';
+import { peakRssMiB, stopChild } from './processes.js';
+
+const WORKER_PATH = fileURLToPath(new URL('./worker.js', import.meta.url));
+
+/** What a worker process does in one cycle. */
+export type WorkerTarget =
+  /** claim + finish on the store, opened in the worker process itself */
+  | { mode: 'library'; db: string }
+  /** claim + finish over HTTP */
+  | { mode: 'http'; queueUrl: string }
+  /** claim, send through the gateway, finish */
+  | { mode: 'e2e'; queueUrl: string; gatewayUrl: string };
+
+export type ToWorker =
+  | ({ type: 'init'; name: string } & WorkerTarget)
+  | { type: 'run'; startAt: number; windowMs: number; concurrency: number }
+  | { type: 'stop' };
+
+export type FromWorker = { type: 'ready' } | { type: 'done'; result: LoopResult } | { type: 'failed'; message: string };
+
+export interface FleetResult {
+  jobs: number;
+  /** The longest of the workers' windows. */
+  elapsedMs: number;
+  drained: boolean;
+  errors: number;
+  firstError?: string;
+}
+
+export class Fleet {
+  private constructor(private readonly children: ChildProcess[]) {}
+
+  static async start(size: number, name: string, target: WorkerTarget): Promise<Fleet> {
+    const children = Array.from({ length: size }, () => fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+    const fleet = new Fleet(children);
+    try {
+      await Promise.all(children.map((child, i) => fleet.ask(child, { type: 'init', name: `${name}-${i + 1}`, ...target }, 'ready')));
+    } catch (err) {
+      await fleet.stop();
+      throw err;
+    }
+    return fleet;
+  }
+
+  get pids(): number[] {
+    return this.children.map((child) => child.pid!);
+  }
+
+  /** Runs one window in every worker at once; `concurrency` loops per worker. */
+  async run(windowMs: number, concurrency = 1): Promise<FleetResult> {
+    const startAt = Date.now() + 100;
+    const results = await Promise.all(
+      this.children.map(async (child) => {
+        const reply = await this.ask(child, { type: 'run', startAt, windowMs, concurrency }, 'done');
+        return (reply as Extract<FromWorker, { type: 'done' }>).result;
+      }),
+    );
+    const firstError = results.find((r) => r.firstError)?.firstError;
+    return {
+      jobs: results.reduce((sum, r) => sum + r.jobs, 0),
+      elapsedMs: Math.max(...results.map((r) => r.elapsedMs)),
+      drained: results.some((r) => r.drained),
+      errors: results.reduce((sum, r) => sum + r.errors, 0),
+      ...(firstError ? { firstError } : {}),
+    };
+  }
+
+  peakRssMiB(): number | null {
+    const peaks = this.pids.map(peakRssMiB).filter((v): v is number => v !== null);
+    return peaks.length > 0 ? Math.max(...peaks) : null;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.children.map((child) => {
+        const asked = child.connected;
+        if (asked) child.send({ type: 'stop' } satisfies ToWorker);
+        return stopChild(child, 5_000, !asked);
+      }),
+    );
+  }
+
+  private ask(child: ChildProcess, message: ToWorker, expect: FromWorker['type']): Promise<FromWorker> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (reply: FromWorker) => {
+        cleanup();
+        if (reply.type === expect) resolve(reply);
+        else reject(new Error(`bench worker ${child.pid}: ${reply.type === 'failed' ? reply.message : reply.type}`));
+      };
+      const onExit = (code: number | null) => {
+        cleanup();
+        reject(new Error(`bench worker ${child.pid} exited (${code}) while asked to ${message.type}`));
+      };
+      const cleanup = () => {
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      child.send(message);
+    });
+  }
+}

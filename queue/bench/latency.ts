@@ -1,0 +1,108 @@
+// Gateway overhead: the latency of one send through the gateway (verify with the queue, then
+// forward to the receiver) against the same effect posted straight to the receiver, one
+// request at a time, the two kinds alternating so that drift hits both alike.
+import { randomBytes } from 'node:crypto';
+import { exchange } from '../../gateway/http-exchange.js';
+import { GatewayClient } from '../../gateway/client.js';
+import { keepAliveAgent } from '../http-json.js';
+import { claimIn, finishIn } from '../knex-store.js';
+import { sqliteDialect } from '../sqlite-store.js';
+import { systemClock, type Lease } from '../types.js';
+import { topUp } from './seed.js';
+import type { System } from './services.js';
+import { percentile } from './stats.js';
+
+export interface LatencySample {
+  gatewayP50Ms: number;
+  gatewayP99Ms: number;
+  directP50Ms: number;
+  directP99Ms: number;
+  samples: number;
+  errors: number;
+  firstError?: string;
+}
+
+export interface LatencyProbe {
+  measure(round: number): Promise<LatencySample>;
+  close(): void;
+}
+
+const OWNER = 'bench-latency';
+const WARMUP = 10;
+const runPrefix = randomBytes(3).toString('hex');
+
+export function openLatencyProbe(system: System, samples: number): LatencyProbe {
+  const gateway = new GatewayClient(system.gateway.url);
+  const agent = keepAliveAgent();
+  const effects = new URL('/effects', system.receiver.url);
+  const dialect = sqliteDialect(systemClock, 60_000);
+  const knex = system.queueDb.knex;
+  let warm = false;
+
+  const direct = async (jobId: string) => {
+    const body = Buffer.from(JSON.stringify({ jobId, qty: 1 }));
+    const res = await exchange({ method: 'POST', url: effects, body, headers: { 'fencing-token': '1' }, timeoutMs: 10_000, agent });
+    if (res.kind !== 'response' || res.status !== 201) throw new Error(`direct POST /effects: ${JSON.stringify(res).slice(0, 200)}`);
+  };
+  const viaGateway = (lease: Lease) => gateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
+
+  /** Leases for this round's sends, claimed in one transaction so setup stays cheap. */
+  const claimLeases = async (count: number): Promise<Lease[]> => {
+    await topUp(knex, count, 'latency');
+    return knex.transaction(async (trx) => {
+      const leases: Lease[] = [];
+      for (let i = 0; i < count; i++) {
+        const lease = await claimIn(trx, dialect, OWNER, 600_000, Date.now());
+        if (lease) leases.push(lease);
+      }
+      return leases;
+    });
+  };
+  const finishLeases = (leases: Lease[]) =>
+    knex.transaction(async (trx) => {
+      for (const lease of leases) await finishIn(trx, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now());
+    });
+
+  return {
+    async measure(round) {
+      const warmup = warm ? 0 : WARMUP;
+      warm = true;
+      const leases = await claimLeases(samples + warmup);
+      const viaGw: number[] = [];
+      const straight: number[] = [];
+      let errors = 0;
+      let firstError: string | undefined;
+      const timed = async (into: number[], send: () => Promise<unknown>, record: boolean) => {
+        const started = performance.now();
+        try {
+          await send();
+          if (record) into.push(performance.now() - started);
+        } catch (err) {
+          errors++;
+          firstError ??= err instanceof Error ? err.message : String(err);
+        }
+      };
+      for (let i = 0; i < leases.length; i++) {
+        const record = i >= warmup;
+        const g = () => timed(viaGw, () => viaGateway(leases[i]!), record);
+        const d = () => timed(straight, () => direct(`direct-${runPrefix}-${round}-${i}`), record);
+        if (i % 2 === 0) await g().then(d);
+        else await d().then(g);
+      }
+      await finishLeases(leases);
+      return {
+        gatewayP50Ms: percentile(viaGw, 50),
+        gatewayP99Ms: percentile(viaGw, 99),
+        directP50Ms: percentile(straight, 50),
+        directP99Ms: percentile(straight, 99),
+        samples: Math.min(viaGw.length, straight.length),
+        errors,
+        ...(firstError ? { firstError } : {}),
+      };
+    },
+    close() {
+      gateway.close();
+      agent.destroy();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+// `npm run bench`: how close the queue, the HTTP service and the whole system come to the
+// physical limit of their storage, measured side by side on this machine in the same run.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { analyse } from './analysis.js';
+import { DEFAULT_BACKLOG, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags, type BenchOptions } from './options.js';
+import { renderJson, renderText } from './report.js';
+import { runBench } from './run.js';
+
+function count(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number.');
+  return Number(value);
+}
+
+const { full, quick } = PRESETS;
+const program = new Command('npm run bench --')
+  .description(
+    'Measure the queue, the queue over HTTP and the whole system against the raw SQLite write limit of the same disk, ' +
+      'round after round, and print each as a ratio taken within the round.',
+  )
+  .option('--quick', `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`)
+  .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
+  .addOption(new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(count))
+  .addOption(new Option('--window-ms <ms>', `length of each measurement window (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(count))
+  .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(count))
+  .addOption(new Option('--backlog <n>', 'pending jobs left over after each window, on top of what it can consume').argParser(count).default(DEFAULT_BACKLOG))
+  .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(count).default(DEFAULT_WORKERS))
+  .option('--dir <path>', 'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)')
+  .option('--keep', 'keep the databases afterwards')
+  .option('--postgres <url>', 'also measure the queue library on PostgreSQL at this URL (a throwaway database)')
+  .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
+  .addHelpText(
+    'after',
+    [
+      '',
+      'Columns: the limit (BEGIN IMMEDIATE; UPDATE one row; COMMIT on the bare sqlite3 driver, rollback journal,',
+      'synchronous=FULL), the queue library (store.claim + store.finish), the queue over HTTP (a `leasehold queue`',
+      'child process and QueueClient), end to end (queue, receiver and gateway child processes, worker processes that',
+      'claim, send through the gateway and finish). tx/job counts durable commits from the SQLite file change counter.',
+      'Each claim + finish costs two write transactions, so 0.5 of the limit is the one-transaction-per-step ceiling.',
+    ].join('\n'),
+  );
+
+program.parse(process.argv);
+const flags = program.opts<BenchFlags>();
+
+function optionsOrExit(): BenchOptions {
+  try {
+    return resolveOptions(flags);
+  } catch (err) {
+    return program.error(`error: ${(err as Error).message}`);
+  }
+}
+const options = optionsOrExit();
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms windows in ${options.baseDir}`);
+const run = await runBench(options, progress);
+const analysis = analyse(run);
+process.stdout.write(`${options.json ? renderJson(run, analysis, {}) : renderText(run, analysis)}\n`);

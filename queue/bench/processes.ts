@@ -1,0 +1,69 @@
+// Child processes for the benchmark: the services started through the real CLI, exactly as an
+// operator would, and the peak resident memory the kernel recorded for each (VmHWM).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const CLI_PATH = fileURLToPath(new URL('../cli.js', import.meta.url));
+
+export interface ChildService {
+  name: string;
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts `leasehold <command> --port 0 ...args` and waits for its "listening on" line. */
+export async function startService(name: string, command: string, args: string[], timeoutMs = 20_000): Promise<ChildService> {
+  const child = spawn(process.execPath, [CLI_PATH, command, '--port', '0', '--log-level', 'silent', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${name} (leasehold ${command}) did not start: ${err.message}\n${stderr}`));
+    };
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code, signal) => fail(new Error(`exited with ${signal ?? code}`)));
+    child.once('error', fail);
+  });
+  child.stdout!.resume();
+  return { name, url, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+/** SIGTERM (unless `signal` is false: it was asked to stop), then SIGKILL after `graceMs`. */
+export function stopChild(child: ChildProcess, graceMs = 5_000, signal = true): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    if (signal) child.kill('SIGTERM');
+  });
+}
+
+/** Peak resident set size of a running process in MiB, from /proc (Linux); null elsewhere. */
+export function peakRssMiB(pid: number): number | null {
+  try {
+    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,102 @@
+// The printed report: one table of throughput and ratios, the gateway latency, peak memory and
+// the goals with PASS/MISS; and the same results as JSON for machines.
+import type { Analysis, ColumnResult } from './analysis.js';
+import type { RunRecord } from './run.js';
+import type { Summary } from './stats.js';
+
+function fmt(value: number | undefined | null, digits: number): string {
+  return value === undefined || value === null || !Number.isFinite(value) ? '-' : value.toFixed(digits);
+}
+
+function range(s: Summary | null, digits: number): string {
+  return s ? `${fmt(s.median, digits)} [${fmt(s.min, digits)}..${fmt(s.max, digits)}]` : '-';
+}
+
+/** Left-aligned first column, right-aligned numbers, one space of air. */
+export function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+function columnRow(c: ColumnResult): string[] {
+  const digits = c.perSec && c.perSec.median < 100 ? 1 : 0;
+  const note = [c.errors ? `${c.errors} errors` : '', c.drainedRounds ? `drained in ${c.drainedRounds} rounds` : '']
+    .filter(Boolean)
+    .join(', ');
+  return [
+    c.label + (note ? ` (${note})` : ''),
+    fmt(c.perSec?.median, digits),
+    fmt(c.perSec?.min, digits),
+    fmt(c.perSec?.max, digits),
+    c.unit,
+    fmt(c.txPerJob?.median, 2),
+    fmt(c.statementsPerJob?.median, 1),
+    c.ratio ? range(c.ratio.summary, 2) : '',
+    c.ratio ? `of ${c.ratio.to}` : '',
+  ];
+}
+
+export function renderText(run: RunRecord, analysis: Analysis): string {
+  const o = run.options;
+  const env = run.environment;
+  const lat = analysis.latency;
+  const out: string[] = [];
+  out.push(
+    `leasehold benchmark (${o.preset}): ${o.rounds} rounds of ${o.windowMs} ms windows, backlog ${o.backlog} pending jobs, ${o.workers} workers`,
+    `databases in ${run.dir} (${o.baseDirReason}); rollback journal, synchronous=FULL, BEGIN IMMEDIATE`,
+    `node ${env.node}, SQLite ${env.sqlite}, ${env.cpus} x ${env.cpuModel}; took ${(run.durationMs / 1000).toFixed(1)} s`,
+    '',
+    'Throughput (median [min..max] over rounds; ratios taken within each round, then summarised):',
+    table(['column', 'median', 'min', 'max', 'unit', 'tx/job', 'stmt/job', 'ratio median [min..max]', 'basis'], analysis.columns.map(columnRow)),
+    '',
+    `Gateway overhead (${o.samples} sends of each kind per round, one at a time, alternating):`,
+    table(
+      ['latency, ms', 'p50', 'p99'],
+      [
+        ['POST /send through the gateway', range(lat.gatewayP50Ms, 2), range(lat.gatewayP99Ms, 2)],
+        ['POST /effects straight to the receiver', range(lat.directP50Ms, 2), range(lat.directP99Ms, 2)],
+        ['ratio gateway / direct', range(lat.ratioP50, 2), range(lat.ratioP99, 2)],
+      ],
+    ),
+  );
+  if (lat.errors) out.push(`  ${lat.errors} sends failed; first: ${lat.firstError}`);
+  out.push(
+    '',
+    'Peak resident memory (VmHWM) over the whole run:',
+    table(
+      ['process', 'MiB'],
+      analysis.memory.map((m) => [m.name + (m.service ? ' (service)' : ''), fmt(m.peakMiB, 1)]),
+    ),
+    '',
+    'Goals:',
+    table(
+      ['goal', 'measured', 'target', 'result'],
+      analysis.goals.map((g) => [g.name, fmt(g.measured, 2), `${g.comparison} ${g.target}`, g.pass ? 'PASS' : 'MISS']),
+    ),
+  );
+  const failed = analysis.columns.filter((c) => c.firstError);
+  for (const c of failed) out.push(`note: ${c.label}: first error: ${c.firstError}`);
+  return out.join('\n');
+}
+
+export function renderJson(run: RunRecord, analysis: Analysis, extra: Record<string, unknown>): string {
+  return JSON.stringify(
+    {
+      options: run.options,
+      environment: run.environment,
+      dir: run.dir,
+      startedAt: run.startedAt,
+      durationMs: run.durationMs,
+      columns: analysis.columns,
+      latency: analysis.latency,
+      memory: analysis.memory,
+      goals: analysis.goals,
+      ...extra,
+      rounds: run.rounds,
+    },
+    null,
+    2,
+  );
+}

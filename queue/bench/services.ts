@@ -1,0 +1,109 @@
+// The queue over HTTP and the whole system, each service a child process started through the
+// CLI: claim + finish with QueueClient against `leasehold queue`, and claim, send through
+// `leasehold gateway` to `leasehold receiver`, finish, from several worker processes.
+import { join } from 'node:path';
+import { QueueClient } from '../client.js';
+import { changeCounter } from './bare-sqlite.js';
+import { Fleet } from './fleet.js';
+import type { ThroughputProbe } from './library.js';
+import { runLoops } from './loops.js';
+import { QueueDb, delta, throughput } from './measure.js';
+import { peakRssMiB, startService, type ChildService } from './processes.js';
+
+const LEASE_MS = 30_000;
+
+/** `leasehold queue` as a child process, driven by `loops` concurrent QueueClient loops here. */
+export async function openHttpProbe(db: string, loops: number, label: string): Promise<ThroughputProbe> {
+  const queue = await QueueDb.open(db);
+  let service: ChildService;
+  try {
+    service = await startService(`queue (${label})`, 'queue', ['--db', db]);
+  } catch (err) {
+    await queue.close();
+    throw err;
+  }
+  const client = new QueueClient(service.url);
+  return {
+    async measure(ctx) {
+      await queue.prepare(ctx, label);
+      const before = await queue.commits();
+      const result = await runLoops(loops, ctx.windowMs, async (loop) => {
+        const owner = `${label}-${loop}`;
+        const lease = await client.claim(owner, LEASE_MS);
+        if (!lease) return false;
+        await client.finish(lease.id, { owner, token: lease.token });
+        return true;
+      });
+      return throughput(result, delta(before, await queue.commits()));
+    },
+    peaks: () => ({ queue: peakRssMiB(service.pid) }),
+    close: async () => {
+      client.close();
+      await service.stop();
+      await queue.close();
+    },
+  };
+}
+
+/** Queue, receiver and gateway as child processes, on their own database files. */
+export class System {
+  private constructor(
+    readonly queueDb: QueueDb,
+    readonly receiverFile: string,
+    readonly queue: ChildService,
+    readonly receiver: ChildService,
+    readonly gateway: ChildService,
+  ) {}
+
+  static async start(dir: string, queueDbPath = join(dir, 'e2e-queue.sqlite')): Promise<System> {
+    const receiverFile = join(dir, 'e2e-receiver.sqlite');
+    const queueDb = await QueueDb.open(queueDbPath);
+    const started: ChildService[] = [];
+    try {
+      const queue = await startService('queue (e2e)', 'queue', ['--db', queueDbPath]);
+      started.push(queue);
+      const receiver = await startService('receiver', 'receiver', ['--db', receiverFile]);
+      started.push(receiver);
+      const gateway = await startService('gateway', 'gateway', ['--queue', queue.url, '--receiver', receiver.url]);
+      return new System(queueDb, receiverFile, queue, receiver, gateway);
+    } catch (err) {
+      await Promise.all(started.map((s) => s.stop()));
+      await queueDb.close();
+      throw err;
+    }
+  }
+
+  /** Committed write transactions in the queue's and the receiver's files together. */
+  async commits(): Promise<number | null> {
+    const queue = await this.queueDb.commits();
+    return queue === null ? null : queue + (await changeCounter(this.receiverFile));
+  }
+
+  peaks(): Record<string, number | null> {
+    return {
+      queue: peakRssMiB(this.queue.pid),
+      receiver: peakRssMiB(this.receiver.pid),
+      gateway: peakRssMiB(this.gateway.pid),
+    };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.gateway.stop(), this.queue.stop(), this.receiver.stop()]);
+    await this.queueDb.close();
+  }
+}
+
+/** `workers` processes, each claiming, sending through the gateway and finishing, one at a time. */
+export async function openEndToEndProbe(system: System, workers: number, label: string): Promise<ThroughputProbe> {
+  const fleet = await Fleet.start(workers, label, { mode: 'e2e', queueUrl: system.queue.url, gatewayUrl: system.gateway.url });
+  return {
+    async measure(ctx) {
+      await system.queueDb.prepare(ctx, label);
+      const before = await system.commits();
+      const result = await fleet.run(ctx.windowMs);
+      return throughput(result, delta(before, await system.commits()));
+    },
+    peaks: () => ({ ...system.peaks(), 'e2e worker process': fleet.peakRssMiB() }),
+    close: () => fleet.stop(),
+  };
+}
