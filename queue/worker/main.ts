@@ -99,10 +99,13 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   let ordinal = 0;
   const stall = (before: 'send' | 'finish', wanted: number[]) => async (lease: { id: string; token: number }) => {
     if (!wanted.includes(ordinal)) return;
+    // The pause starts before it is announced: whoever freezes this process on seeing the line
+    // freezes it inside the pause, whose end is then already due when the process resumes.
+    // Deliberately not abortable: it models a step the worker cannot interrupt.
+    const pause = sleep(flags.stallMs);
     const stalled: StalledEvent = { t: Date.now(), worker: flags.name, event: 'stalled', job: lease.id, token: lease.token, before, ms: flags.stallMs };
     print(stalled);
-    // Deliberately not abortable: this models a step the worker cannot interrupt.
-    await sleep(flags.stallMs);
+    await pause;
   };
   const hooks: WorkerHooks = {
     beforeSend: stall('send', flags.stallBeforeSend),

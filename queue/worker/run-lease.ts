@@ -81,7 +81,10 @@ async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number |
       deps.emit({ event: 'sent', ...ref, qty: amount, outcome: sent.outcome, effectToken: sent.effect.token });
       return sent;
     } catch (err) {
-      if (signal.aborted && err === signal.reason) throw err;
+      if (signal.aborted && err === signal.reason) {
+        deps.emit({ event: 'send_failed', ...ref, code: 'aborted', error: `aborted: ${errorMessage(err)}` });
+        throw err;
+      }
       const refusal = refusalOf(err);
       if (err instanceof GatewayError && (refusal || err.status < 500)) {
         deps.emit({

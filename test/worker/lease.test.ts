@@ -185,6 +185,47 @@ describe('a lease the worker cannot keep', () => {
     expect(timeline(events, 'in-flight')).toEqual(['claimed', 'refused:renew', 'lost', 'refused:send']);
     expect(await s.receiver.journal()).toEqual([]);
   });
+  test('a send that hangs when the lease is lost is aborted after sendGraceMs, so the handler stops waiting', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'hang', qty: 1 });
+    let sendSignal: AbortSignal | undefined;
+    const { worker, events } = s.worker({
+      leaseMs: 900,
+      sendGraceMs: 300,
+      // A gateway that never answers, and renewals that never get through.
+      gateway: {
+        send: (_input, options) =>
+          new Promise((_resolve, reject) => {
+            sendSignal = options?.signal;
+            options?.signal?.addEventListener('abort', () => reject(options.signal!.reason));
+          }),
+      },
+      queue: {
+        claim: (owner, leaseMs) => s.client.claim(owner, leaseMs),
+        heartbeat: async () => {
+          throw new QueueError('queue_unavailable', 'The queue could not be reached: ETIMEDOUT.');
+        },
+        finish: (id, input) => s.client.finish(id, input),
+        fail: (id, input) => s.client.fail(id, input),
+        get: (id) => s.client.get(id),
+      },
+    });
+    let sendError: unknown;
+    let lostAt = 0;
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      sendError = await ctx.send().catch((err: unknown) => err);
+      lostAt = events.find((e) => e.event === 'lost')!.t;
+    });
+
+    expect(sendSignal?.aborted).toBe(true);
+    expect(sendError).toBeInstanceOf(LeaseLostError);
+    expect(outcome).toMatchObject({ status: 'lost', error: { reason: 'not_renewed' } });
+    const aborted = events.find((e) => e.event === 'send_failed')!;
+    expect(aborted).toMatchObject({ code: 'aborted' });
+    expect(aborted.t - lostAt).toBeGreaterThanOrEqual(290);
+    expect(aborted.t - lostAt).toBeLessThan(3_000);
+  });
 });
 
 describe('a handler that throws', () => {
