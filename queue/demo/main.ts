@@ -49,6 +49,15 @@ export function demoCommand(): Command {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      process.stdout.write(
+        [
+          `leasehold demo: the queue, the gateway, the receiver and ${flags.workers} workers, each its own process.`,
+          'w1 is frozen (SIGSTOP) twice while it holds a lease — right before it sends, then right before it finishes —',
+          'and resumed once another worker has taken its job over; another worker is killed (SIGKILL) mid-job.',
+          'Whatever the stale worker does after waking must be refused, and every job must take effect exactly once.',
+          '',
+        ].join('\n'),
+      );
       let result: DemoResult;
       try {
         result = await runDemo({

@@ -33,7 +33,7 @@ export class LeaseLostError extends Error {
   readonly current: CurrentLease | undefined;
 
   constructor(details: LeaseLostDetails) {
-    super(lossMessage(details));
+    super(lossMessage(details), details.cause === undefined ? undefined : { cause: details.cause });
     this.jobId = details.jobId;
     this.expected = details.expected;
     this.during = details.during;
