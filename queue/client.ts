@@ -91,12 +91,15 @@ export class QueueClient {
   }
 
   private async call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonResponse> {
+    // Serialised before the request, so a body that is not JSON (a BigInt, a cycle) throws a
+    // TypeError here instead of passing for an unreachable queue.
+    const json = body === undefined ? undefined : JSON.stringify(body);
     let res: JsonResponse;
     try {
       res = await requestJson({
         method,
         url: new URL(path, this.baseUrl),
-        body,
+        json,
         timeoutMs: this.timeoutMs,
         agent: this.agent,
       });

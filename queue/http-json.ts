@@ -11,7 +11,8 @@ export interface JsonResponse {
 export interface JsonRequest {
   method: 'GET' | 'POST';
   url: URL;
-  body?: unknown;
+  /** The body, already serialised: a value that cannot be JSON is the caller's error, not the network's. */
+  json?: string | undefined;
   headers?: Record<string, string>;
   timeoutMs: number;
   agent: http.Agent;
@@ -23,7 +24,7 @@ export class HttpTimeoutError extends Error {
 }
 
 export function requestJson(req: JsonRequest): Promise<JsonResponse> {
-  const payload = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body));
+  const payload = req.json === undefined ? undefined : Buffer.from(req.json);
   return new Promise((resolve, reject) => {
     const outgoing = http.request(
       req.url,
