@@ -6,6 +6,8 @@ import sqlite3 from 'sqlite3';
 export type Row = Record<string, unknown>;
 
 export interface BareDb {
+  /** The driver's connection, for instrumentation. */
+  readonly handle: sqlite3.Database;
   run(sql: string, bindings?: readonly unknown[]): Promise<{ changes: number }>;
   all(sql: string, bindings?: readonly unknown[]): Promise<Row[]>;
   exec(sql: string): Promise<void>;
@@ -20,6 +22,7 @@ export async function openBare(filename: string): Promise<BareDb> {
     const handle = new sqlite3.Database(filename, (err) => (err ? reject(err) : resolve(handle)));
   });
   const bare: BareDb = {
+    handle: db,
     run: (sql, bindings = []) =>
       new Promise((resolve, reject) =>
         db.run(sql, bindings, function (this: sqlite3.RunResult, err: Error | null) {

@@ -23,14 +23,6 @@ export type ToWorker =
 
 export type FromWorker = { type: 'ready' } | { type: 'done'; result: LoopResult } | { type: 'failed'; message: string };
 
-export interface FleetResult {
-  jobs: number;
-  /** The longest of the workers' windows. */
-  elapsedMs: number;
-  drained: boolean;
-  errors: number;
-  firstError?: string;
-}
 
 export class Fleet {
   private constructor(private readonly children: ChildProcess[]) {}
@@ -52,8 +44,9 @@ export class Fleet {
   }
 
   /** Runs one window in every worker at once; `concurrency` loops per worker. */
-  async run(windowMs: number, concurrency = 1): Promise<FleetResult> {
-    const startAt = Date.now() + 100;
+  async run(windowMs: number, concurrency = 1): Promise<LoopResult> {
+    // Far enough ahead for the message to reach every worker before the window opens.
+    const startAt = Date.now() + 30;
     const results = await Promise.all(
       this.children.map(async (child) => {
         const reply = await this.ask(child, { type: 'run', startAt, windowMs, concurrency }, 'done');
@@ -63,6 +56,7 @@ export class Fleet {
     const firstError = results.find((r) => r.firstError)?.firstError;
     return {
       jobs: results.reduce((sum, r) => sum + r.jobs, 0),
+      // The longest of the workers' windows.
       elapsedMs: Math.max(...results.map((r) => r.elapsedMs)),
       drained: results.some((r) => r.drained),
       errors: results.reduce((sum, r) => sum + r.errors, 0),

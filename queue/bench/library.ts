@@ -2,12 +2,11 @@
 // several concurrent loops on one store) or in several worker processes sharing the file.
 import { Fleet } from './fleet.js';
 import { runLoops } from './loops.js';
-import { QueueDb, delta, throughput, type RoundContext, type Throughput } from './measure.js';
+import { QueueDb, counted, type Probe } from './measure.js';
 
 const LEASE_MS = 30_000;
 
-export interface ThroughputProbe {
-  measure(ctx: RoundContext): Promise<Throughput>;
+export interface ThroughputProbe extends Probe {
   /** Peak resident memory of the processes this probe started, by service name. */
   peaks(): Record<string, number | null>;
   close(): Promise<void>;
@@ -19,18 +18,21 @@ export async function openLibraryProbe(db: string, loops: number, label: string)
   let statements = 0;
   queue.knex.on('query', () => statements++);
   return {
-    async measure(ctx) {
-      await queue.prepare(ctx, label);
-      const before = await queue.commits();
+    prepare: (ctx) => queue.prepare(ctx, label),
+    slice: (ms) => {
       statements = 0;
-      const result = await runLoops(loops, ctx.windowMs, async (loop) => {
-        const owner = `${label}-${loop}`;
-        const lease = await queue.store.claim(owner, LEASE_MS);
-        if (!lease) return false;
-        await queue.store.finish(lease.id, { owner, token: lease.token }, null);
-        return true;
-      });
-      return throughput(result, delta(before, await queue.commits()), statements);
+      return counted(
+        () => queue.commits(),
+        () =>
+          runLoops(loops, ms, async (loop) => {
+            const owner = `${label}-${loop}`;
+            const lease = await queue.store.claim(owner, LEASE_MS);
+            if (!lease) return false;
+            await queue.store.finish(lease.id, { owner, token: lease.token }, null);
+            return true;
+          }),
+        () => statements,
+      );
     },
     peaks: () => ({}),
     close: () => queue.close(),
@@ -45,12 +47,8 @@ export async function openLibraryFleetProbe(db: string, processes: number, label
     throw err;
   });
   return {
-    async measure(ctx) {
-      await queue.prepare(ctx, label);
-      const before = await queue.commits();
-      const result = await fleet.run(ctx.windowMs);
-      return throughput(result, delta(before, await queue.commits()));
-    },
+    prepare: (ctx) => queue.prepare(ctx, label),
+    slice: (ms) => counted(() => queue.commits(), () => fleet.run(ms)),
     peaks: () => ({ 'library worker process': fleet.peakRssMiB() }),
     close: async () => {
       await fleet.stop();

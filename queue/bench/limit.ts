@@ -5,31 +5,36 @@ import type { Knex } from 'knex';
 import { openSqlite } from '../sqlite.js';
 import { changeCounter, openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops } from './loops.js';
-import { delta, throughput, type Throughput } from './measure.js';
+import { counted, type Probe } from './measure.js';
 
-const TABLE = `CREATE TABLE IF NOT EXISTS bench_limit (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+export const LIMIT_TABLE = `CREATE TABLE IF NOT EXISTS bench_limit (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
   INSERT OR IGNORE INTO bench_limit (id, n) VALUES (1, 0);`;
-const UPDATE = 'UPDATE bench_limit SET n = n + 1 WHERE id = 1';
+export const LIMIT_UPDATE = 'UPDATE bench_limit SET n = n + 1 WHERE id = 1';
 
-export interface LimitProbe {
-  measure(windowMs: number): Promise<Throughput>;
+export interface LimitProbe extends Probe {
   close(): Promise<void>;
 }
 
 /** BEGIN IMMEDIATE; UPDATE one row; COMMIT — three calls on the bare driver. */
 export async function openBareLimit(filename: string): Promise<LimitProbe> {
   const db: BareDb = await openBare(filename);
-  await db.exec(TABLE);
+  await db.exec(LIMIT_TABLE);
   return {
-    async measure(windowMs) {
-      const before = await changeCounter(filename);
-      const result = await runLoops(1, windowMs, async () => {
-        await db.run('BEGIN IMMEDIATE');
-        await db.run(UPDATE);
-        await db.run('COMMIT');
-        return true;
-      });
-      return throughput(result, delta(before, await changeCounter(filename)), result.jobs * 3);
+    prepare: async () => undefined,
+    slice: (ms) => {
+      let statements = 0;
+      return counted(
+        () => changeCounter(filename),
+        () =>
+          runLoops(1, ms, async () => {
+            await db.run('BEGIN IMMEDIATE');
+            await db.run(LIMIT_UPDATE);
+            await db.run('COMMIT');
+            statements += 3;
+            return true;
+          }),
+        () => statements,
+      );
     },
     close: () => db.close(),
   };
@@ -38,21 +43,24 @@ export async function openBareLimit(filename: string): Promise<LimitProbe> {
 /** The same transaction through knex, opened by queue/sqlite.ts like the stores are. */
 export async function openKnexLimit(filename: string): Promise<LimitProbe> {
   const knex: Knex = openSqlite({ filename });
-  await knex.raw(TABLE.split(';')[0]!);
-  await knex.raw(TABLE.split(';')[1]!);
+  for (const sql of LIMIT_TABLE.split(';').filter((s) => s.trim())) await knex.raw(sql);
   let statements = 0;
   knex.on('query', () => statements++);
   return {
-    async measure(windowMs) {
-      const before = await changeCounter(filename);
+    prepare: async () => undefined,
+    slice: (ms) => {
       statements = 0;
-      const result = await runLoops(1, windowMs, async () => {
-        await knex.transaction(async (trx) => {
-          await trx.raw(UPDATE);
-        });
-        return true;
-      });
-      return throughput(result, delta(before, await changeCounter(filename)), statements);
+      return counted(
+        () => changeCounter(filename),
+        () =>
+          runLoops(1, ms, async () => {
+            await knex.transaction(async (trx) => {
+              await trx.raw(LIMIT_UPDATE);
+            });
+            return true;
+          }),
+        () => statements,
+      );
     },
     close: () => knex.destroy(),
   };

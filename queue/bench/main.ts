@@ -1,10 +1,13 @@
 // `npm run bench`: how close the queue, the HTTP service and the whole system come to the
 // physical limit of their storage, measured side by side on this machine in the same run.
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { rmSync } from 'node:fs';
 import { analyse } from './analysis.js';
-import { DEFAULT_BACKLOG, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags, type BenchOptions } from './options.js';
+import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags, type BenchOptions } from './options.js';
+import { runProfile } from './profile.js';
+import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
-import { runBench } from './run.js';
+import { makeRunDir, runBench } from './run.js';
 
 function count(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number.');
@@ -20,7 +23,10 @@ const program = new Command('npm run bench --')
   .option('--quick', `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`)
   .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
   .addOption(new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(count))
-  .addOption(new Option('--window-ms <ms>', `length of each measurement window (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(count))
+  .addOption(new Option('--window-ms <ms>', `measured time per column and round (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(count))
+  .addOption(
+    new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round').argParser(count).default(DEFAULT_SLICE_MS),
+  )
   .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(count))
   .addOption(new Option('--backlog <n>', 'pending jobs left over after each window, on top of what it can consume').argParser(count).default(DEFAULT_BACKLOG))
   .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(count).default(DEFAULT_WORKERS))
@@ -28,6 +34,10 @@ const program = new Command('npm run bench --')
   .option('--keep', 'keep the databases afterwards')
   .option('--postgres <url>', 'also measure the queue library on PostgreSQL at this URL (a throwaway database)')
   .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
+  .option('--profile-only', 'only the breakdown of the library cycle, not the main table')
+  .addOption(
+    new Option('--profile-rounds <n>', `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`).argParser(count),
+  )
   .addHelpText(
     'after',
     [
@@ -52,7 +62,19 @@ function optionsOrExit(): BenchOptions {
 }
 const options = optionsOrExit();
 const progress = (line: string) => process.stderr.write(`${line}\n`);
-progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms windows in ${options.baseDir}`);
-const run = await runBench(options, progress);
-const analysis = analyse(run);
-process.stdout.write(`${options.json ? renderJson(run, analysis, {}) : renderText(run, analysis)}\n`);
+const dir = makeRunDir(options);
+progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`);
+try {
+  const run = options.profileOnly ? null : await runBench(options, dir, progress);
+  const analysis = run ? analyse(run) : null;
+  const profile = options.profile ? await runProfile(dir, options.profile, progress) : null;
+  const profileSummary = profile ? summarizeProfile(profile) : null;
+  if (options.json) {
+    process.stdout.write(`${renderJson(run, analysis, { profile: profileSummary, profileRounds: profile?.rounds ?? null })}\n`);
+  } else {
+    const sections = [run && analysis ? renderText(run, analysis) : null, profile && profileSummary ? renderProfile(profile, profileSummary) : null];
+    process.stdout.write(`${sections.filter((s) => s !== null).join('\n\n')}\n`);
+  }
+} finally {
+  if (!options.keep) rmSync(dir, { recursive: true, force: true });
+}

@@ -24,30 +24,70 @@ export interface Throughput {
 
 export interface RoundContext {
   round: number;
+  /** Measured time per column and round, in slices. */
   windowMs: number;
-  /** This round's raw limit, to size the jobs a window may consume. */
+  /** The latest raw limit, to size the jobs a round may consume. */
   limitTxPerSec: number;
-  /** Pending jobs left over at the end of a window, on top of what the window can consume. */
+  /** Pending jobs left over at the end of a round, on top of what the round can consume. */
   backlog: number;
 }
 
-/** Jobs a window could consume at one job per raw transaction (twice a two-commit cycle). */
-export function capacity(ctx: RoundContext): number {
-  return Math.ceil((ctx.limitTxPerSec * ctx.windowMs) / 1000) + 50;
+/** One slice of a round: loops run for the slice, with the commits and statements seen. */
+export interface SliceResult extends LoopResult {
+  commits: number | null;
+  statements: number | null;
 }
 
-export function throughput(result: LoopResult, commits: number | null, statements: number | null = null): Throughput {
-  const per = (n: number | null) => (n === null || result.jobs === 0 ? null : n / result.jobs);
+/**
+ * A column of the benchmark. Each round it is prepared once (jobs topped up), then measured
+ * in short slices that alternate with the other columns', so that the machine's changing
+ * speed is shared by every column of the round.
+ */
+export interface Probe {
+  prepare(ctx: RoundContext): Promise<void>;
+  slice(ms: number): Promise<SliceResult>;
+}
+
+/** Jobs a round could consume at one job per raw transaction (twice a two-commit cycle). */
+export function capacity(ctx: RoundContext): number {
+  return Math.ceil((ctx.limitTxPerSec * ctx.windowMs * 1.25) / 1000) + 50;
+}
+
+export function combine(slices: SliceResult[]): Throughput {
+  const jobs = slices.reduce((sum, s) => sum + s.jobs, 0);
+  const elapsedMs = slices.reduce((sum, s) => sum + s.elapsedMs, 0);
+  const total = (pick: (s: SliceResult) => number | null) =>
+    slices.some((s) => pick(s) === null) ? null : slices.reduce((sum, s) => sum + pick(s)!, 0);
+  const per = (n: number | null) => (n === null || jobs === 0 ? null : n / jobs);
+  const firstError = slices.find((s) => s.firstError)?.firstError;
   return {
-    perSec: perSecond(result),
-    jobs: result.jobs,
-    elapsedMs: result.elapsedMs,
-    txPerJob: per(commits),
-    statementsPerJob: per(statements),
-    drained: result.drained,
-    errors: result.errors,
-    ...(result.firstError ? { firstError: result.firstError } : {}),
+    perSec: perSecond({ jobs, elapsedMs }),
+    jobs,
+    elapsedMs,
+    txPerJob: per(total((s) => s.commits)),
+    statementsPerJob: per(total((s) => s.statements)),
+    drained: slices.some((s) => s.drained),
+    errors: slices.reduce((sum, s) => sum + s.errors, 0),
+    ...(firstError ? { firstError } : {}),
   };
+}
+
+/** Measures `probes` for one round: prepare each, then `ctx.windowMs` in alternating slices. */
+export async function interleave(probes: Probe[], ctx: RoundContext, sliceMs: number): Promise<Throughput[]> {
+  for (const probe of probes) await probe.prepare(ctx);
+  const slices: SliceResult[][] = probes.map(() => []);
+  const count = Math.max(1, Math.round(ctx.windowMs / sliceMs));
+  for (let i = 0; i < count; i++) {
+    for (let p = 0; p < probes.length; p++) slices[p]!.push(await probes[p]!.slice(ctx.windowMs / count));
+  }
+  return slices.map(combine);
+}
+
+/** Runs `run` between two readings of a commit counter. */
+export async function counted(commits: () => Promise<number | null>, run: () => Promise<LoopResult>, statements: () => number | null = () => null): Promise<SliceResult> {
+  const before = await commits();
+  const result = await run();
+  return { ...result, commits: delta(before, await commits()), statements: statements() };
 }
 
 /** A queue database seen from the benchmark: the same store the services open, migrated. */
@@ -61,6 +101,11 @@ export class QueueDb {
     return new QueueDb(db, await openQueueStore({ db }));
   }
 
+  /** A store opened some other way (a prototype), on database `db`. */
+  static wrap(db: string, store: QueueStore): QueueDb {
+    return new QueueDb(db, store);
+  }
+
   get knex(): Knex {
     return (this.store as KnexQueueStore).knex;
   }
@@ -70,9 +115,9 @@ export class QueueDb {
     return this.db.includes('://') ? Promise.resolve(null) : changeCounter(this.db);
   }
 
-  /** Makes `backlog` + what the window can consume pending, before the window starts. */
-  prepare(ctx: RoundContext, label: string): Promise<number> {
-    return topUp(this.knex, ctx.backlog + capacity(ctx), label);
+  /** Makes `backlog` + what the round can consume pending, before the round starts. */
+  async prepare(ctx: RoundContext, label: string): Promise<void> {
+    await topUp(this.knex, ctx.backlog + capacity(ctx), label);
   }
 
   close(): Promise<void> {

@@ -44,7 +44,8 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
   const lat = analysis.latency;
   const out: string[] = [];
   out.push(
-    `leasehold benchmark (${o.preset}): ${o.rounds} rounds of ${o.windowMs} ms windows, backlog ${o.backlog} pending jobs, ${o.workers} workers`,
+    `leasehold benchmark (${o.preset}): ${o.rounds} rounds; per round each column runs ${o.windowMs} ms in slices of ${o.sliceMs} ms, columns taking turns`,
+    `backlog ${o.backlog} pending jobs beyond what a round consumes; ${o.workers} workers in the concurrent columns; services are child processes`,
     `databases in ${run.dir} (${o.baseDirReason}); rollback journal, synchronous=FULL, BEGIN IMMEDIATE`,
     `node ${env.node}, SQLite ${env.sqlite}, ${env.cpus} x ${env.cpuModel}; took ${(run.durationMs / 1000).toFixed(1)} s`,
     '',
@@ -81,20 +82,20 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
   return out.join('\n');
 }
 
-export function renderJson(run: RunRecord, analysis: Analysis, extra: Record<string, unknown>): string {
+export function renderJson(run: RunRecord | null, analysis: Analysis | null, extra: Record<string, unknown>): string {
   return JSON.stringify(
     {
-      options: run.options,
-      environment: run.environment,
-      dir: run.dir,
-      startedAt: run.startedAt,
-      durationMs: run.durationMs,
-      columns: analysis.columns,
-      latency: analysis.latency,
-      memory: analysis.memory,
-      goals: analysis.goals,
+      options: run?.options ?? null,
+      environment: run?.environment ?? null,
+      dir: run?.dir ?? null,
+      startedAt: run?.startedAt ?? null,
+      durationMs: run?.durationMs ?? null,
+      columns: analysis?.columns ?? null,
+      latency: analysis?.latency ?? null,
+      memory: analysis?.memory ?? null,
+      goals: analysis?.goals ?? null,
       ...extra,
-      rounds: run.rounds,
+      rounds: run?.rounds ?? null,
     },
     null,
     2,

@@ -1,14 +1,15 @@
 // One benchmark run: open every probe, then round after round measure the limit first and
 // every column after it in the same order, so a slow moment on the machine hits all columns
 // of that round alike; ratios are taken within a round.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { SQLITE_VERSION } from './bare-sqlite.js';
 import { openLatencyProbe, type LatencySample } from './latency.js';
 import { openLibraryFleetProbe, openLibraryProbe, type ThroughputProbe } from './library.js';
 import { openBareLimit, openKnexLimit } from './limit.js';
-import type { RoundContext, Throughput } from './measure.js';
+import { perSecond } from './loops.js';
+import { interleave, type RoundContext, type Throughput } from './measure.js';
 import type { BenchOptions } from './options.js';
 import { openEndToEndProbe, openHttpProbe, System } from './services.js';
 
@@ -64,9 +65,14 @@ function columnSpecs(options: BenchOptions, system: () => System): ColumnSpec[] 
   return specs;
 }
 
-export async function runBench(options: BenchOptions, progress: (line: string) => void): Promise<RunRecord> {
+/** A fresh folder for one run's databases, under the chosen parent. */
+export function makeRunDir(options: BenchOptions): string {
+  mkdirSync(options.baseDir, { recursive: true });
+  return mkdtempSync(join(options.baseDir, 'leasehold-bench-'));
+}
+
+export async function runBench(options: BenchOptions, dir: string, progress: (line: string) => void): Promise<RunRecord> {
   const started = Date.now();
-  const dir = mkdtempSync(join(options.baseDir, 'leasehold-bench-'));
   const closers: (() => Promise<void> | void)[] = [];
   try {
     const limit = await openBareLimit(join(dir, 'limit.sqlite'));
@@ -86,15 +92,16 @@ export async function runBench(options: BenchOptions, progress: (line: string) =
     closers.push(() => latency.close());
 
     const rounds: RoundRecord[] = [];
+    let limitTxPerSec = perSecond(await limit.slice(Math.min(options.windowMs, 500)));
     for (let round = 1; round <= options.rounds; round++) {
-      const limitResult = await limit.measure(options.windowMs);
-      const ctx: RoundContext = { round, windowMs: options.windowMs, limitTxPerSec: limitResult.perSec, backlog: options.backlog };
-      const knexResult = await limitKnex.measure(options.windowMs);
+      const ctx: RoundContext = { round, windowMs: options.windowMs, limitTxPerSec, backlog: options.backlog };
+      const [limitResult, knexResult, ...results] = await interleave([limit, limitKnex, ...probes], ctx, options.sliceMs);
+      limitTxPerSec = limitResult!.perSec;
       const columns: Record<string, Throughput> = {};
-      for (let i = 0; i < specs.length; i++) columns[specs[i]!.id] = await probes[i]!.measure(ctx);
+      specs.forEach((spec, i) => (columns[spec.id] = results[i]!));
       const lat = await latency.measure(round);
-      rounds.push({ round, limit: limitResult, limitKnex: knexResult, columns, latency: lat });
-      progress(progressLine(round, options.rounds, limitResult, columns, lat));
+      rounds.push({ round, limit: limitResult!, limitKnex: knexResult!, columns, latency: lat });
+      progress(progressLine(round, options.rounds, limitResult!, columns, lat));
     }
     const peaks: Record<string, number | null> = {};
     for (const probe of probes) {
@@ -113,7 +120,6 @@ export async function runBench(options: BenchOptions, progress: (line: string) =
     };
   } finally {
     for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
-    if (!options.keep) rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -7,7 +7,7 @@ import { changeCounter } from './bare-sqlite.js';
 import { Fleet } from './fleet.js';
 import type { ThroughputProbe } from './library.js';
 import { runLoops } from './loops.js';
-import { QueueDb, delta, throughput } from './measure.js';
+import { QueueDb, counted } from './measure.js';
 import { peakRssMiB, startService, type ChildService } from './processes.js';
 
 const LEASE_MS = 30_000;
@@ -24,18 +24,19 @@ export async function openHttpProbe(db: string, loops: number, label: string): P
   }
   const client = new QueueClient(service.url);
   return {
-    async measure(ctx) {
-      await queue.prepare(ctx, label);
-      const before = await queue.commits();
-      const result = await runLoops(loops, ctx.windowMs, async (loop) => {
-        const owner = `${label}-${loop}`;
-        const lease = await client.claim(owner, LEASE_MS);
-        if (!lease) return false;
-        await client.finish(lease.id, { owner, token: lease.token });
-        return true;
-      });
-      return throughput(result, delta(before, await queue.commits()));
-    },
+    prepare: (ctx) => queue.prepare(ctx, label),
+    slice: (ms) =>
+      counted(
+        () => queue.commits(),
+        () =>
+          runLoops(loops, ms, async (loop) => {
+            const owner = `${label}-${loop}`;
+            const lease = await client.claim(owner, LEASE_MS);
+            if (!lease) return false;
+            await client.finish(lease.id, { owner, token: lease.token });
+            return true;
+          }),
+      ),
     peaks: () => ({ queue: peakRssMiB(service.pid) }),
     close: async () => {
       client.close();
@@ -97,12 +98,8 @@ export class System {
 export async function openEndToEndProbe(system: System, workers: number, label: string): Promise<ThroughputProbe> {
   const fleet = await Fleet.start(workers, label, { mode: 'e2e', queueUrl: system.queue.url, gatewayUrl: system.gateway.url });
   return {
-    async measure(ctx) {
-      await system.queueDb.prepare(ctx, label);
-      const before = await system.commits();
-      const result = await fleet.run(ctx.windowMs);
-      return throughput(result, delta(before, await system.commits()));
-    },
+    prepare: (ctx) => system.queueDb.prepare(ctx, label),
+    slice: (ms) => counted(() => system.commits(), () => fleet.run(ms)),
     peaks: () => ({ ...system.peaks(), 'e2e worker process': fleet.peakRssMiB() }),
     close: () => fleet.stop(),
   };
