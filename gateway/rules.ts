@@ -65,18 +65,33 @@ export interface RetryState {
 export type RetryDecision = { retry: true; delayMs: number } | { retry: false; spent: 'attempts' | 'time' };
 
 /** A retry is made when attempts remain and it would start before the budget's end. */
-export function shouldRetry(state: RetryState, now: number, policy: Pick<RetryPolicy, 'attempts' | 'budgetMs'>, delayMs: number): RetryDecision {
+export function shouldRetry(
+  state: RetryState,
+  now: number,
+  policy: Pick<RetryPolicy, 'attempts' | 'budgetMs' | 'receiverTimeoutMs'>,
+  delayMs: number,
+): RetryDecision {
   if (state.attempts >= policy.attempts) return { retry: false, spent: 'attempts' };
-  if (now + delayMs >= state.startedAt + policy.budgetMs) return { retry: false, spent: 'time' };
+  if (now + delayMs + minAttemptMs(policy) > state.startedAt + policy.budgetMs) return { retry: false, spent: 'time' };
   return { retry: true, delayMs };
+}
+
+/** The shortest attempt worth starting. */
+export const MIN_ATTEMPT_MS = 200;
+
+function minAttemptMs(policy: Pick<RetryPolicy, 'receiverTimeoutMs'>): number {
+  return Math.min(policy.receiverTimeoutMs, MIN_ATTEMPT_MS);
 }
 
 /**
  * How long the next attempt may wait: the receiver timeout, shortened so the send ends within
- * its budget. Zero or less means the budget is already spent.
+ * its budget. Zero means the budget is spent: an attempt with only a sliver of budget left
+ * (less than MIN_ATTEMPT_MS) would time out by construction and report a timeout the receiver
+ * never caused.
  */
 export function attemptTimeoutMs(state: RetryState, now: number, policy: Pick<RetryPolicy, 'budgetMs' | 'receiverTimeoutMs'>): number {
-  return Math.min(policy.receiverTimeoutMs, state.startedAt + policy.budgetMs - now);
+  const remaining = state.startedAt + policy.budgetMs - now;
+  return remaining < minAttemptMs(policy) ? 0 : Math.min(policy.receiverTimeoutMs, remaining);
 }
 
 /** One failed attempt, as reported to the caller and in the logs. */

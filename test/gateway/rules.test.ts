@@ -64,7 +64,12 @@ describe('shouldRetry', () => {
   const startedAt = 1_000_000;
   test('retries while attempts remain and the retry would start inside the budget', () => {
     expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 2_000, policy, 100)).toEqual({ retry: true, delayMs: 100 });
-    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_899, policy, 100)).toEqual({ retry: true, delayMs: 100 });
+    // 9_700 + 100 ms of backoff leaves exactly MIN_ATTEMPT_MS (200 ms) for the attempt.
+    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_700, policy, 100)).toEqual({ retry: true, delayMs: 100 });
+  });
+
+  test('stops when the retry would leave less than MIN_ATTEMPT_MS for its attempt', () => {
+    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_701, policy, 100)).toEqual({ retry: false, spent: 'time' });
   });
 
   test('stops when the attempts are spent', () => {
@@ -83,8 +88,11 @@ describe('attemptTimeoutMs', () => {
   test('the receiver timeout, shortened to what is left of the budget', () => {
     expect(attemptTimeoutMs({ attempts: 0, startedAt }, startedAt, policy)).toBe(2_000);
     expect(attemptTimeoutMs({ attempts: 2, startedAt }, startedAt + 9_000, policy)).toBe(1_000);
+    expect(attemptTimeoutMs({ attempts: 2, startedAt }, startedAt + 9_800, policy)).toBe(200);
+    // Less than MIN_ATTEMPT_MS left: not worth an attempt that could only time out.
+    expect(attemptTimeoutMs({ attempts: 2, startedAt }, startedAt + 9_801, policy)).toBe(0);
     expect(attemptTimeoutMs({ attempts: 2, startedAt }, startedAt + 10_000, policy)).toBe(0);
-    expect(attemptTimeoutMs({ attempts: 2, startedAt }, startedAt + 10_500, policy)).toBeLessThan(0);
+    expect(attemptTimeoutMs({ attempts: 2, startedAt }, startedAt + 10_500, policy)).toBe(0);
   });
 });
 
