@@ -2,6 +2,7 @@
 // from `?schema=NAME` in the URL), migrations serialised across processes by an advisory lock,
 // and whole-transaction retries on serialization failures and deadlocks.
 // Shared by the queue's and the receiver's stores, as queue/sqlite.ts is for SQLite.
+import { retryTransaction } from './retry.js';
 import knexFactory, { type Knex } from 'knex';
 
 export interface PostgresTarget {
@@ -134,23 +135,13 @@ export function isPostgresUnavailable(err: unknown): boolean {
 
 /**
  * Runs `operation` — a whole transaction — again while PostgreSQL reports a serialization
- * failure or a deadlock (or what `retryable` adds), with jittered backoff, until `budgetMs` is
- * spent. The PostgreSQL counterpart of retryBusy for SQLite.
+ * failure or a deadlock (or what `retryable` adds), until `budgetMs` is spent. The PostgreSQL
+ * counterpart of retryBusy for SQLite.
  */
-export async function retryPg<T>(
+export function retryPg<T>(
   operation: () => Promise<T>,
   budgetMs = 10_000,
   retryable: (err: unknown) => boolean = isRetryablePgError,
 ): Promise<T> {
-  const started = Date.now();
-  let delayMs = 2;
-  for (;;) {
-    try {
-      return await operation();
-    } catch (err) {
-      if (!retryable(err) || Date.now() - started + delayMs > budgetMs) throw err;
-      await new Promise((resolve) => setTimeout(resolve, delayMs * (0.5 + Math.random())));
-      delayMs = Math.min(delayMs * 2, 100);
-    }
-  }
+  return retryTransaction(operation, retryable, budgetMs);
 }

@@ -2,6 +2,7 @@
 // a busy timeout, and transactions that really begin with BEGIN IMMEDIATE.
 // Shared by the queue's and the receiver's stores so both keep the same durability settings.
 import knexFactory, { type Knex } from 'knex';
+import { retryTransaction } from './retry.js';
 // knex ships its dialects as CommonJS classes without typings for subclassing.
 import Client_SQLite3 from 'knex/lib/dialects/sqlite3/index.js';
 import Transaction_Sqlite from 'knex/lib/dialects/sqlite3/execution/sqlite-transaction.js';
@@ -89,21 +90,10 @@ export function isBusyError(err: unknown): boolean {
 }
 
 /**
- * Runs `operation` again while SQLite reports SQLITE_BUSY, with jittered backoff, until
- * `budgetMs` is spent. Rollback-journal locking is unfair and polls: under contention from
- * other processes a lock request can outlast the busy timeout although nothing is wrong.
- * The operation must be a whole transaction, so a retry starts from a clean state.
+ * Runs `operation` again while SQLite reports SQLITE_BUSY, until `budgetMs` is spent.
+ * Rollback-journal locking is unfair and polls: under contention from other processes a lock
+ * request can outlast the busy timeout although nothing is wrong.
  */
-export async function retryBusy<T>(operation: () => Promise<T>, budgetMs = 60_000): Promise<T> {
-  const started = Date.now();
-  let delayMs = 2;
-  for (;;) {
-    try {
-      return await operation();
-    } catch (err) {
-      if (!isBusyError(err) || Date.now() - started + delayMs > budgetMs) throw err;
-      await new Promise((resolve) => setTimeout(resolve, delayMs * (0.5 + Math.random())));
-      delayMs = Math.min(delayMs * 2, 100);
-    }
-  }
+export function retryBusy<T>(operation: () => Promise<T>, budgetMs = 60_000): Promise<T> {
+  return retryTransaction(operation, isBusyError, budgetMs);
 }
