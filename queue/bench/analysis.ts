@@ -1,5 +1,6 @@
 // From rounds to results: a median/min/max per column, ratios taken within each round and then
 // summarised, and the goals checked against those ratios.
+import type { Throughput } from './measure.js';
 import type { RunRecord } from './run.js';
 import { ratios, summarize, type Summary } from './stats.js';
 
@@ -51,24 +52,18 @@ const RATIO_BASIS: Record<string, string> = {
   http1: 'library1',
   httpN: 'libraryN',
   e2e: 'limit',
-  pgLibrary1: 'library1',
-  pgLibraryN: 'libraryN',
+  pgLibrary1: 'pgLimit',
+  pgLibraryN: 'pgLimit',
+  pgE2e: 'pgLimit',
 };
 
 export const SERVICE_MEMORY_LIMIT_MIB = 150;
 const SERVICES = new Set(['queue', 'receiver', 'gateway']);
 
 export function analyse(run: RunRecord): Analysis {
-  const series: Record<string, RunRecord['rounds'][number]['limit'][]> = {
-    limit: run.rounds.map((r) => r.limit),
-    limitKnex: run.rounds.map((r) => r.limitKnex),
-  };
+  const series: Record<string, Throughput[]> = {};
   for (const { id } of run.columns) series[id] = run.rounds.map((r) => r.columns[id]!);
-  const labels: Record<string, string> = {
-    limit: 'limit: bare sqlite3 write transactions',
-    limitKnex: 'the same transaction through knex',
-    ...Object.fromEntries(run.columns.map((c) => [c.id, c.label])),
-  };
+  const labels: Record<string, string> = Object.fromEntries(run.columns.map((c) => [c.id, c.label]));
   const columns = Object.entries(series).map(([id, values]): ColumnResult => {
     const basis = RATIO_BASIS[id];
     const rates = values.map((t) => t.perSec);
@@ -76,7 +71,7 @@ export function analyse(run: RunRecord): Analysis {
     return {
       id,
       label: labels[id]!,
-      unit: id.startsWith('limit') ? 'tx/s' : 'jobs/s',
+      unit: /^(limit|pgLimit)/.test(id) ? 'tx/s' : 'jobs/s',
       perSec: summarize(rates),
       txPerJob: summarize(values.map((t) => t.txPerJob ?? Number.NaN)),
       statementsPerJob: summarize(values.map((t) => t.statementsPerJob ?? Number.NaN)),

@@ -14,7 +14,7 @@ export interface ThroughputProbe extends Probe {
 
 /** `loops` concurrent claim + finish loops on one store in the benchmark process. */
 export async function openLibraryProbe(db: string, loops: number, label: string): Promise<ThroughputProbe> {
-  const queue = await QueueDb.open(db);
+  const queue = await QueueDb.open(db, true);
   let statements = 0;
   queue.knex.on('query', () => statements++);
   return {

@@ -92,27 +92,46 @@ export async function counted(commits: () => Promise<number | null>, run: () => 
 
 /** A queue database seen from the benchmark: the same store the services open, migrated. */
 export class QueueDb {
+  private ownCommits = 0;
+
   private constructor(
     readonly db: string,
     readonly store: QueueStore,
-  ) {}
+    /** Count the COMMITs this handle sends when the database keeps no counter (PostgreSQL). */
+    private readonly countOwn: boolean,
+  ) {
+    if (this.isPostgres && countOwn) {
+      this.knex.on('query', (q: { sql?: string }) => {
+        if (/^\s*COMMIT/i.test(q.sql ?? '')) this.ownCommits++;
+      });
+    }
+  }
 
-  static async open(db: string): Promise<QueueDb> {
-    return new QueueDb(db, await openQueueStore({ db }));
+  /**
+   * `countOwnCommits`: the cycles run on this very handle, so on PostgreSQL its own COMMITs
+   * are the cycles' transactions (SQLite's file counter sees every process anyway).
+   */
+  static async open(db: string, countOwnCommits = false): Promise<QueueDb> {
+    return new QueueDb(db, await openQueueStore({ db }), countOwnCommits);
   }
 
   /** A store opened some other way (a prototype), on database `db`. */
   static wrap(db: string, store: QueueStore): QueueDb {
-    return new QueueDb(db, store);
+    return new QueueDb(db, store, true);
+  }
+
+  get isPostgres(): boolean {
+    return /^postgres(ql)?:\/\//i.test(this.db);
   }
 
   get knex(): Knex {
     return (this.store as KnexQueueStore).knex;
   }
 
-  /** Committed write transactions so far (SQLite file change counter), or null if unknown. */
+  /** Committed write transactions so far, or null when they cannot be counted here. */
   commits(): Promise<number | null> {
-    return this.db.includes('://') ? Promise.resolve(null) : changeCounter(this.db);
+    if (!this.isPostgres) return changeCounter(this.db);
+    return Promise.resolve(this.countOwn ? this.ownCommits : null);
   }
 
   /** Makes `backlog` + what the round can consume pending, before the round starts. */

@@ -1,29 +1,22 @@
-// One benchmark run: open every probe, then round after round measure the limit first and
-// every column after it in the same order, so a slow moment on the machine hits all columns
-// of that round alike; ratios are taken within a round.
+// One benchmark run: open every column, then round after round measure them all, taking turns
+// in short slices with the limit first, so a slow moment on the machine hits every column of
+// the round alike; ratios are taken within a round.
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { SQLITE_VERSION } from './bare-sqlite.js';
 import { openLatencyProbe, type LatencySample } from './latency.js';
 import { openLibraryFleetProbe, openLibraryProbe, type ThroughputProbe } from './library.js';
-import { openBareLimit, openKnexLimit } from './limit.js';
+import { openBareLimit, openKnexLimit, type LimitProbe } from './limit.js';
 import { perSecond } from './loops.js';
 import { interleave, type RoundContext, type Throughput } from './measure.js';
 import type { BenchOptions } from './options.js';
+import { PostgresSchemas, openPostgresLimit } from './postgres.js';
 import { openEndToEndProbe, openHttpProbe, System } from './services.js';
-
-/** A throughput column: how to open it; `pg` columns exist only with --postgres. */
-interface ColumnSpec {
-  id: string;
-  label: string;
-  open(dir: string): Promise<ThroughputProbe>;
-}
 
 export interface RoundRecord {
   round: number;
-  limit: Throughput;
-  limitKnex: Throughput;
+  /** By column id; `limit` is the raw SQLite limit, `pgLimit` PostgreSQL's. */
   columns: Record<string, Throughput>;
   latency: LatencySample;
 }
@@ -41,25 +34,42 @@ export interface RunRecord {
   durationMs: number;
 }
 
-function columnSpecs(options: BenchOptions, system: () => System): ColumnSpec[] {
+/** What the columns are opened with; systems start on first use and are shared. */
+interface Resources {
+  dir: string;
+  system(): Promise<System>;
+  pg: { schemas: PostgresSchemas; system(): Promise<System> } | null;
+}
+
+interface ColumnSpec {
+  id: string;
+  label: string;
+  open(r: Resources): Promise<ThroughputProbe>;
+}
+
+function asColumn(limit: LimitProbe): ThroughputProbe {
+  return { prepare: limit.prepare, slice: limit.slice, peaks: () => ({}), close: limit.close };
+}
+
+function columnSpecs(options: BenchOptions): ColumnSpec[] {
   const n = options.workers;
   const specs: ColumnSpec[] = [
-    { id: 'library1', label: 'queue library, 1 worker', open: (dir) => openLibraryProbe(join(dir, 'library1.sqlite'), 1, 'lib1') },
-    { id: 'libraryN', label: `queue library, ${n} loops in 1 process`, open: (dir) => openLibraryProbe(join(dir, 'libraryN.sqlite'), n, 'libN') },
-    {
-      id: 'libraryNp',
-      label: `queue library, ${n} processes`,
-      open: (dir) => openLibraryFleetProbe(join(dir, 'libraryNp.sqlite'), n, 'libNp'),
-    },
-    { id: 'http1', label: 'queue over HTTP, 1 worker', open: (dir) => openHttpProbe(join(dir, 'http1.sqlite'), 1, 'http1') },
-    { id: 'httpN', label: `queue over HTTP, ${n} loops`, open: (dir) => openHttpProbe(join(dir, 'httpN.sqlite'), n, 'httpN') },
-    { id: 'e2e', label: `end to end, ${n} worker processes`, open: () => openEndToEndProbe(system(), n, 'e2e') },
+    { id: 'limit', label: 'limit: bare sqlite3 write transactions', open: async (r) => asColumn(await openBareLimit(join(r.dir, 'limit.sqlite'))) },
+    { id: 'limitKnex', label: 'the same transaction through knex', open: async (r) => asColumn(await openKnexLimit(join(r.dir, 'limit-knex.sqlite'))) },
+    { id: 'library1', label: 'queue library, 1 worker', open: (r) => openLibraryProbe(join(r.dir, 'library1.sqlite'), 1, 'lib1') },
+    { id: 'libraryN', label: `queue library, ${n} loops in 1 process`, open: (r) => openLibraryProbe(join(r.dir, 'libraryN.sqlite'), n, 'libN') },
+    { id: 'libraryNp', label: `queue library, ${n} processes`, open: (r) => openLibraryFleetProbe(join(r.dir, 'libraryNp.sqlite'), n, 'libNp') },
+    { id: 'http1', label: 'queue over HTTP, 1 worker', open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1') },
+    { id: 'httpN', label: `queue over HTTP, ${n} loops`, open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN') },
+    { id: 'e2e', label: `end to end, ${n} worker processes`, open: async (r) => openEndToEndProbe(await r.system(), n, 'e2e') },
   ];
-  const pg = options.postgres;
-  if (pg) {
+  if (options.postgres) {
+    const pg = (r: Resources) => r.pg!;
     specs.push(
-      { id: 'pgLibrary1', label: 'PostgreSQL: queue library, 1 worker', open: () => openLibraryProbe(pg, 1, 'pg1') },
-      { id: 'pgLibraryN', label: `PostgreSQL: queue library, ${n} loops`, open: () => openLibraryProbe(pg, n, 'pgN') },
+      { id: 'pgLimit', label: 'PostgreSQL limit: bare pg write transactions', open: async (r) => asColumn(await openPostgresLimit(pg(r).schemas.urlFor('limit'))) },
+      { id: 'pgLibrary1', label: 'PostgreSQL: queue library, 1 worker', open: (r) => openLibraryProbe(pg(r).schemas.urlFor('lib1'), 1, 'pg1') },
+      { id: 'pgLibraryN', label: `PostgreSQL: queue library, ${n} loops in 1 process`, open: (r) => openLibraryProbe(pg(r).schemas.urlFor('libn'), n, 'pgN') },
+      { id: 'pgE2e', label: `PostgreSQL: end to end, ${n} worker processes`, open: async (r) => openEndToEndProbe(await pg(r).system(), n, 'pgE2e') },
     );
   }
   return specs;
@@ -71,37 +81,50 @@ export function makeRunDir(options: BenchOptions): string {
   return mkdtempSync(join(options.baseDir, 'leasehold-bench-'));
 }
 
+function once<T>(make: () => Promise<T>, onMade: (value: T) => void): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make().then((value) => (onMade(value), value)));
+}
+
 export async function runBench(options: BenchOptions, dir: string, progress: (line: string) => void): Promise<RunRecord> {
   const started = Date.now();
   const closers: (() => Promise<void> | void)[] = [];
+  const schemas = options.postgres ? new PostgresSchemas(options.postgres) : null;
+  if (schemas && !options.keep) closers.push(() => schemas.dropAll());
+  const resources: Resources = {
+    dir,
+    system: once(() => System.start(dir), (s) => closers.push(() => s.stop())),
+    pg: schemas && {
+      schemas,
+      system: once(
+        () => System.start(dir, { queue: schemas.urlFor('e2e_queue'), receiver: schemas.urlFor('e2e_receiver') }),
+        (s) => closers.push(() => s.stop()),
+      ),
+    },
+  };
   try {
-    const limit = await openBareLimit(join(dir, 'limit.sqlite'));
-    closers.push(() => limit.close());
-    const limitKnex = await openKnexLimit(join(dir, 'limit-knex.sqlite'));
-    closers.push(() => limitKnex.close());
-    const system = await System.start(dir);
-    closers.push(() => system.stop());
-    const specs = columnSpecs(options, () => system);
+    const specs = columnSpecs(options);
     const probes: ThroughputProbe[] = [];
     for (const spec of specs) {
-      const probe = await spec.open(dir);
+      const probe = await spec.open(resources);
       probes.push(probe);
       closers.push(() => probe.close());
     }
-    const latency = openLatencyProbe(system, options.samples);
+    const latency = openLatencyProbe(await resources.system(), options.samples);
     closers.push(() => latency.close());
 
     const rounds: RoundRecord[] = [];
-    let limitTxPerSec = perSecond(await limit.slice(Math.min(options.windowMs, 500)));
+    const limitIds = ['limit', 'pgLimit'];
+    let limitTxPerSec = perSecond(await probes[0]!.slice(Math.min(options.windowMs, 500)));
     for (let round = 1; round <= options.rounds; round++) {
       const ctx: RoundContext = { round, windowMs: options.windowMs, limitTxPerSec, backlog: options.backlog };
-      const [limitResult, knexResult, ...results] = await interleave([limit, limitKnex, ...probes], ctx, options.sliceMs);
-      limitTxPerSec = limitResult!.perSec;
+      const results = await interleave(probes, ctx, options.sliceMs);
       const columns: Record<string, Throughput> = {};
       specs.forEach((spec, i) => (columns[spec.id] = results[i]!));
+      limitTxPerSec = Math.max(...limitIds.map((id) => columns[id]?.perSec ?? 0));
       const lat = await latency.measure(round);
-      rounds.push({ round, limit: limitResult!, limitKnex: knexResult!, columns, latency: lat });
-      progress(progressLine(round, options.rounds, limitResult!, columns, lat));
+      rounds.push({ round, columns, latency: lat });
+      progress(progressLine(round, options.rounds, columns, lat));
     }
     const peaks: Record<string, number | null> = {};
     for (const probe of probes) {
@@ -140,9 +163,9 @@ function environment(): RunRecord['environment'] {
   };
 }
 
-function progressLine(round: number, of: number, limit: Throughput, columns: Record<string, Throughput>, lat: LatencySample): string {
+function progressLine(round: number, of: number, columns: Record<string, Throughput>, lat: LatencySample): string {
   const cols = Object.entries(columns)
     .map(([id, t]) => `${id} ${t.perSec.toFixed(0)}${t.errors ? ` (${t.errors} errors: ${t.firstError})` : ''}`)
     .join(', ');
-  return `round ${round}/${of}: limit ${limit.perSec.toFixed(0)} tx/s; ${cols} jobs/s; send p50 ${lat.gatewayP50Ms.toFixed(2)} ms vs direct ${lat.directP50Ms.toFixed(2)} ms`;
+  return `round ${round}/${of}: ${cols} per s; send p50 ${lat.gatewayP50Ms.toFixed(2)} ms vs direct ${lat.directP50Ms.toFixed(2)} ms`;
 }

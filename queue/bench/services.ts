@@ -50,23 +50,25 @@ export async function openHttpProbe(db: string, loops: number, label: string): P
 export class System {
   private constructor(
     readonly queueDb: QueueDb,
-    readonly receiverFile: string,
+    readonly receiverDb: string,
     readonly queue: ChildService,
     readonly receiver: ChildService,
     readonly gateway: ChildService,
   ) {}
 
-  static async start(dir: string, queueDbPath = join(dir, 'e2e-queue.sqlite')): Promise<System> {
-    const receiverFile = join(dir, 'e2e-receiver.sqlite');
+  /** `dbs`: SQLite files (the default, in `dir`) or PostgreSQL URLs for the queue and the receiver. */
+  static async start(dir: string, dbs?: { queue: string; receiver: string }): Promise<System> {
+    const queueDbPath = dbs?.queue ?? join(dir, 'e2e-queue.sqlite');
+    const receiverDb = dbs?.receiver ?? join(dir, 'e2e-receiver.sqlite');
     const queueDb = await QueueDb.open(queueDbPath);
     const started: ChildService[] = [];
     try {
       const queue = await startService('queue (e2e)', 'queue', ['--db', queueDbPath]);
       started.push(queue);
-      const receiver = await startService('receiver', 'receiver', ['--db', receiverFile]);
+      const receiver = await startService('receiver', 'receiver', ['--db', receiverDb]);
       started.push(receiver);
       const gateway = await startService('gateway', 'gateway', ['--queue', queue.url, '--receiver', receiver.url]);
-      return new System(queueDb, receiverFile, queue, receiver, gateway);
+      return new System(queueDb, receiverDb, queue, receiver, gateway);
     } catch (err) {
       await Promise.all(started.map((s) => s.stop()));
       await queueDb.close();
@@ -74,10 +76,10 @@ export class System {
     }
   }
 
-  /** Committed write transactions in the queue's and the receiver's files together. */
+  /** Committed write transactions in the queue's and the receiver's SQLite files together. */
   async commits(): Promise<number | null> {
     const queue = await this.queueDb.commits();
-    return queue === null ? null : queue + (await changeCounter(this.receiverFile));
+    return queue === null || this.queueDb.isPostgres ? null : queue + (await changeCounter(this.receiverDb));
   }
 
   peaks(): Record<string, number | null> {
