@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { QueueClient } from '../../queue/client.js';
 import { startQueue } from '../../queue/service.js';
 import { tempDir } from '../helpers/tmp.js';
-import { runCli, startProcess } from './processes.js';
+import { runCli, startProcess } from '../helpers/processes.js';
 import { closeAfterTest } from './setup.js';
 
 async function realQueue(dir: string) {

@@ -2,20 +2,17 @@
 import { afterEach, expect, test } from 'vitest';
 import { join } from 'node:path';
 import { QueueClient, type Job } from '../../queue/index.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
+import { startProcess } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const running: ServiceProcess[] = [];
 const clients: QueueClient[] = [];
-afterEach(async () => {
+afterEach(() => {
   clients.splice(0).forEach((c) => c.close());
-  await Promise.all(running.splice(0).map((s) => s.kill('SIGKILL')));
 });
 
 test('kill -9 loses no acknowledged enqueue, claim or finish', async () => {
   const db = join(tempDir('leasehold-crash-'), 'queue.sqlite');
-  const first = await startServiceProcess('queue', ['--db', db, '--log-level', 'warn']);
-  running.push(first);
+  const first = await startProcess('queue', ['--port', '0', '--db', db, '--log-level', 'warn']);
   const client = new QueueClient(first.url, { timeoutMs: 5_000 });
   clients.push(client);
 
@@ -44,11 +41,10 @@ test('kill -9 loses no acknowledged enqueue, claim or finish', async () => {
   first.child.kill('SIGKILL');
   stop = true;
   await Promise.all(loops);
-  await first.kill('SIGKILL');
+  await first.stop('SIGKILL');
   expect(finished.size, 'work acknowledged before the kill').toBeGreaterThan(10);
 
-  const second = await startServiceProcess('queue', ['--db', db, '--log-level', 'warn']);
-  running.push(second);
+  const second = await startProcess('queue', ['--port', '0', '--db', db, '--log-level', 'warn']);
   const after = new QueueClient(second.url);
   clients.push(after);
   const jobs = new Map<string, Job>();

@@ -1,65 +1,14 @@
 // The real `leasehold receiver` process from dist/: the CLI contract, clean stops on signals,
 // and effects and highest tokens that survive kill -9. Run after `npm run build`.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { describe, expect, onTestFinished, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
+import { CLI, ROOT, runCli, startProcess as startService } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
-import { closeAfterTest, expectError, postEffect, send, type HttpResult } from './setup.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = join(ROOT, 'dist', 'queue', 'cli.js');
-
-interface Running {
-  child: ChildProcess;
-  url: string;
-  stdout(): string;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+import { expectError, postEffect, send, type HttpResult } from './setup.js';
 
 /** Starts `leasehold receiver` and resolves once it printed its URL; killed after the test. */
-async function startProcess(args: string[], env: Record<string, string> = {}): Promise<Running> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" before these tests.`);
-  // Only the secret a test passes: never one inherited from the shell running the tests.
-  const { LEASEHOLD_SECRET: _inherited, ...inherited } = process.env;
-  const child = spawn(process.execPath, [CLI, 'receiver', ...args], {
-    cwd: ROOT,
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  closeAfterTest(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  onTestFinished(({ task }) => {
-    if (task.result?.state === 'fail') console.error(`receiver ${args.join(' ')}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening on" line within 20 s; stderr:\n${stderr}`)), 20_000);
-    const check = () => {
-      const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    };
-    child.stdout!.on('data', check);
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`receiver exited (${code ?? signal}) before listening; stderr:\n${stderr}`));
-    });
-  });
-  return { child, url, stdout: () => stdout, stderr: () => stderr, exited };
-}
+const startProcess = (args: string[], env: Record<string, string> = {}) => startService('receiver', args, env);
 
 /** Settles every request, keeping the answer or the connection error. */
 const settle = (promise: Promise<HttpResult>) =>
@@ -151,11 +100,7 @@ describe('leasehold receiver (process)', () => {
   });
 
   test('--help explains every flag', async () => {
-    const child = spawn(process.execPath, [CLI, 'receiver', '--help'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stderr.resume();
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const code = await new Promise((resolve) => child.on('exit', resolve));
+    const { code, stdout: out } = await runCli(['receiver', '--help']);
     expect(code).toBe(0);
     for (const flag of ['--port', '--db', '--host', '--secret', '--test-mode', '--log-level', 'LEASEHOLD_SECRET']) {
       expect({ flag, present: out.includes(flag) }).toEqual({ flag, present: true });

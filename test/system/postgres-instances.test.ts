@@ -4,7 +4,7 @@
 import { afterEach, expect, onTestFinished, test } from 'vitest';
 import { QueueClient, QueueError, type Lease } from '../../queue/index.js';
 import { testSchema } from '../helpers/postgres.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/service-process.js';
+import { startProcess, type Running } from '../helpers/processes.js';
 
 const JOBS = 160;
 const STEADY_WORKERS = 8;
@@ -14,9 +14,9 @@ const LEASE_MS = 5_000;
 const STALL_LEASE_MS = 150;
 const STALL_MS = 400;
 
-const processes: ServiceProcess[] = [];
+const processes: Running[] = [];
 afterEach(async () => {
-  await Promise.all(processes.splice(0).map((p) => p.kill('SIGTERM')));
+  await Promise.all(processes.splice(0).map((p) => p.stop('SIGTERM')));
 });
 
 interface Claim {
@@ -55,17 +55,14 @@ async function getJson<T>(url: string): Promise<T> {
 
 test('two queues and two receivers on one PostgreSQL database: one lease at a time, one effect per job', async () => {
   const { url: db } = testSchema('lh_sys');
-  const args = ['--db', db, '--log-level', 'warn'];
+  const args = ['--port', '0', '--db', db, '--log-level', 'warn'];
   const started = await Promise.all([
-    startServiceProcess('queue', args),
-    startServiceProcess('queue', args),
-    startServiceProcess('receiver', args),
-    startServiceProcess('receiver', args),
+    startProcess('queue', args),
+    startProcess('queue', args),
+    startProcess('receiver', args),
+    startProcess('receiver', args),
   ]);
   processes.push(...started);
-  onTestFinished(({ task }) => {
-    if (task.result?.state === 'fail') for (const p of started) console.error(`--- ${p.url}\n${p.output()}`);
-  });
   const queues = started.slice(0, 2).map((p) => new QueueClient(p.url));
   const receivers = started.slice(2).map((p) => p.url);
   onTestFinished(() => queues.forEach((q) => q.close()));

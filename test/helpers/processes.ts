@@ -1,13 +1,13 @@
-// Leasehold services as real child processes (`node dist/queue/cli.js <service> ...`), killed
-// after the test; their output is printed when the test fails.
+// Leasehold services as real child processes (`node dist/queue/cli.js <service> ...`): started
+// on the flags given, resolved once they print the URL they listen on, SIGKILLed after the test,
+// and their output printed when the test fails.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
-import { closeAfterTest } from './setup.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist', 'queue', 'cli.js');
 
 export interface Running {
@@ -16,6 +16,8 @@ export interface Running {
   stdout(): string;
   stderr(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` (SIGTERM by default) unless it already exited, and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /** Runs the CLI to completion (for --help and bad flags). */
@@ -39,12 +41,13 @@ export async function startProcess(service: string, args: string[], env: Record<
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
-  closeAfterTest(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  onTestFinished(({ task }) => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  onTestFinished(async ({ task }) => {
     if (task.result?.state === 'fail') console.error(`${service} ${args.join(' ')}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+    await stop('SIGKILL');
   });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${service}: no "listening on" line within 20 s; stderr:\n${stderr}`)), 20_000);
@@ -60,7 +63,7 @@ export async function startProcess(service: string, args: string[], env: Record<
       reject(new Error(`${service} exited (${code ?? signal}) before listening; stderr:\n${stderr}`));
     });
   });
-  return { child, url, stdout: () => stdout, stderr: () => stderr, exited };
+  return { child, url, stdout: () => stdout, stderr: () => stderr, exited, stop };
 }
 
 /** The environment without a secret or log level inherited from the shell running the tests. */
