@@ -22,6 +22,10 @@ export interface LatencyResult {
   gatewayP99Ms: Summary | null;
   directP50Ms: Summary | null;
   directP99Ms: Summary | null;
+  verifyP50Ms: Summary | null;
+  verifyP99Ms: Summary | null;
+  /** Gateway p50 minus direct p50, per round. */
+  overheadP50Ms: Summary | null;
   ratioP50: Summary | null;
   ratioP99: Summary | null;
   errors: number;
@@ -36,8 +40,16 @@ export interface Goal {
   pass: boolean;
 }
 
+export interface Derived {
+  name: string;
+  unit: string;
+  summary: Summary | null;
+}
+
 export interface Analysis {
   columns: ColumnResult[];
+  /** Per-round figures computed from the columns, to read the ratios by. */
+  derived: Derived[];
   latency: LatencyResult;
   memory: { name: string; peakMiB: number | null; service: boolean }[];
   goals: Goal[];
@@ -87,7 +99,20 @@ export function analyse(run: RunRecord): Analysis {
   const latency = latencyResult(run);
   const memory = Object.entries(run.peaks).map(([name, peakMiB]) => ({ name, peakMiB, service: SERVICES.has(name) }));
   memory.push({ name: 'benchmark process', peakMiB: run.benchPeakRssMiB, service: false });
-  return { columns, latency, memory, goals: goals(columns, latency, memory) };
+  return { columns, derived: derived(series), latency, memory, goals: goals(columns, latency, memory) };
+}
+
+function derived(series: Record<string, Throughput[]>): Derived[] {
+  const msEach = (id: string) => (series[id] ?? []).map((t) => (t.perSec > 0 ? 1000 / t.perSec : Number.NaN));
+  const limit = msEach('limit');
+  const lib = msEach('library1');
+  const http = msEach('http1');
+  return [
+    { name: 'one raw write transaction (the limit)', unit: 'ms', summary: summarize(limit) },
+    { name: 'one library cycle, 1 worker (claim + finish)', unit: 'ms', summary: summarize(lib) },
+    { name: 'library cycle in raw transactions (2.0 = the two-commit floor)', unit: 'x', summary: summarize(lib.map((v, i) => v / limit[i]!)) },
+    { name: 'what HTTP adds per request, 1 worker ((HTTP cycle - library cycle) / 2)', unit: 'ms', summary: summarize(http.map((v, i) => (v - lib[i]!) / 2)) },
+  ];
 }
 
 function latencyResult(run: RunRecord): LatencyResult {
@@ -98,11 +123,18 @@ function latencyResult(run: RunRecord): LatencyResult {
     gatewayP99Ms: summarize(lat.map((l) => l.gatewayP99Ms)),
     directP50Ms: summarize(lat.map((l) => l.directP50Ms)),
     directP99Ms: summarize(lat.map((l) => l.directP99Ms)),
+    verifyP50Ms: summarize(lat.map((l) => l.verifyP50Ms)),
+    verifyP99Ms: summarize(lat.map((l) => l.verifyP99Ms)),
+    overheadP50Ms: summarize(lat.map((l) => l.gatewayP50Ms - l.directP50Ms)),
     ratioP50: summarize(ratios(lat.map((l) => l.gatewayP50Ms), lat.map((l) => l.directP50Ms))),
     ratioP99: summarize(ratios(lat.map((l) => l.gatewayP99Ms), lat.map((l) => l.directP99Ms))),
     errors: lat.reduce((sum, l) => sum + l.errors, 0),
     ...(firstError ? { firstError } : {}),
   };
+}
+
+function workersOf(columns: ColumnResult[]): string {
+  return /(\d+) loops/.exec(columns.find((c) => c.id === 'httpN')?.label ?? '')?.[1] ?? 'N';
 }
 
 function goals(columns: ColumnResult[], latency: LatencyResult, memory: Analysis['memory']): Goal[] {
@@ -119,6 +151,7 @@ function goals(columns: ColumnResult[], latency: LatencyResult, memory: Analysis
   return [
     check('queue library cycle, 1 worker / raw limit', ratioOf('library1'), '>=', 0.4),
     check('HTTP cycle, 1 worker / library cycle, 1 worker', ratioOf('http1'), '>=', 0.85),
+    check(`HTTP cycle / library cycle, ${workersOf(columns)} loops`, ratioOf('httpN'), '>=', 0.85),
     check('gateway send p50 / direct call p50', latency.ratioP50?.median ?? null, '<=', 1.5),
     ...memory
       .filter((m) => m.service)

@@ -26,8 +26,9 @@ export interface Breakdown {
 export interface CycleVariant extends Probe {
   id: string;
   label: string;
-  /** Where the time of this round's cycles went; reset by prepare(). */
+  /** Where the time of the cycles since the last reset went. */
   breakdown(): Breakdown;
+  resetBreakdown(): void;
   close(): Promise<void>;
 }
 
@@ -58,11 +59,14 @@ function variant(id: string, label: string, queue: QueueDb, clock: StatementCloc
   return {
     id,
     label,
-    async prepare(ctx) {
-      await queue.prepare(ctx, id);
-      clock.reset();
-      cycles = 0;
-      wallMs = 0;
+    async prepare(slice) {
+      // Statements sent while topping up are not the cycle's.
+      clock.paused = true;
+      try {
+        await queue.prepare(slice, id);
+      } finally {
+        clock.paused = false;
+      }
     },
     async slice(ms) {
       const statementsBefore = clock.statements();
@@ -72,6 +76,11 @@ function variant(id: string, label: string, queue: QueueDb, clock: StatementCloc
       return result;
     },
     breakdown: () => breakdownOf(clock, cycles, wallMs),
+    resetBreakdown() {
+      clock.reset();
+      cycles = 0;
+      wallMs = 0;
+    },
     close,
   };
 }

@@ -1,9 +1,11 @@
 // Gateway overhead: the latency of one send through the gateway (verify with the queue, then
 // forward to the receiver) against the same effect posted straight to the receiver, one
-// request at a time, the two kinds alternating so that drift hits both alike.
+// request at a time, the kinds taking turns so that drift hits all alike. The lease check the
+// gateway makes (POST /jobs/:id/verify on the queue) is timed on its own as well.
 import { randomBytes } from 'node:crypto';
 import { exchange } from '../../gateway/http-exchange.js';
 import { GatewayClient } from '../../gateway/client.js';
+import { QueueClient } from '../client.js';
 import { keepAliveAgent } from '../http-json.js';
 import { claimIn, finishIn } from '../knex-store.js';
 import { sqliteDialect } from '../sqlite-store.js';
@@ -17,6 +19,8 @@ export interface LatencySample {
   gatewayP99Ms: number;
   directP50Ms: number;
   directP99Ms: number;
+  verifyP50Ms: number;
+  verifyP99Ms: number;
   samples: number;
   errors: number;
   firstError?: string;
@@ -33,6 +37,7 @@ const runPrefix = randomBytes(3).toString('hex');
 
 export function openLatencyProbe(system: System, samples: number): LatencyProbe {
   const gateway = new GatewayClient(system.gateway.url);
+  const queue = new QueueClient(system.queue.url);
   const agent = keepAliveAgent();
   const effects = new URL('/effects', system.receiver.url);
   const dialect = sqliteDialect(systemClock, 60_000);
@@ -70,6 +75,7 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
       const leases = await claimLeases(samples + warmup);
       const viaGw: number[] = [];
       const straight: number[] = [];
+      const verified: number[] = [];
       let errors = 0;
       let firstError: string | undefined;
       const timed = async (into: number[], send: () => Promise<unknown>, record: boolean) => {
@@ -84,10 +90,13 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
       };
       for (let i = 0; i < leases.length; i++) {
         const record = i >= warmup;
-        const g = () => timed(viaGw, () => viaGateway(leases[i]!), record);
-        const d = () => timed(straight, () => direct(`direct-${runPrefix}-${round}-${i}`), record);
-        if (i % 2 === 0) await g().then(d);
-        else await d().then(g);
+        const lease = leases[i]!;
+        const kinds = [
+          () => timed(viaGw, () => viaGateway(lease), record),
+          () => timed(straight, () => direct(`direct-${runPrefix}-${round}-${i}`), record),
+          () => timed(verified, () => queue.verify(lease.id, { owner: OWNER, token: lease.token }), record),
+        ];
+        for (let k = 0; k < kinds.length; k++) await kinds[(i + k) % kinds.length]!();
       }
       await finishLeases(leases);
       return {
@@ -95,6 +104,8 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
         gatewayP99Ms: percentile(viaGw, 99),
         directP50Ms: percentile(straight, 50),
         directP99Ms: percentile(straight, 99),
+        verifyP50Ms: percentile(verified, 50),
+        verifyP99Ms: percentile(verified, 99),
         samples: Math.min(viaGw.length, straight.length),
         errors,
         ...(firstError ? { firstError } : {}),
@@ -102,6 +113,7 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
     },
     close() {
       gateway.close();
+      queue.close();
       agent.destroy();
     },
   };

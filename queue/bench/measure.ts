@@ -24,11 +24,11 @@ export interface Throughput {
 
 export interface RoundContext {
   round: number;
-  /** Measured time per column and round, in slices. */
+  /** Measured time per column: the round's in interleave(), one slice's in Probe.prepare(). */
   windowMs: number;
-  /** The latest raw limit, to size the jobs a round may consume. */
+  /** The latest raw limit, to size the jobs a slice may consume. */
   limitTxPerSec: number;
-  /** Pending jobs left over at the end of a round, on top of what the round can consume. */
+  /** Pending jobs kept beyond what a slice can consume. */
   backlog: number;
 }
 
@@ -39,18 +39,19 @@ export interface SliceResult extends LoopResult {
 }
 
 /**
- * A column of the benchmark. Each round it is prepared once (jobs topped up), then measured
- * in short slices that alternate with the other columns', so that the machine's changing
- * speed is shared by every column of the round.
+ * A column of the benchmark, measured in short slices that alternate with the other columns',
+ * so that the machine's changing speed is shared by every column of the round. Before each
+ * slice it is prepared: its queue topped up, untimed, so every slice starts with the same
+ * backlog whatever the slice's length.
  */
 export interface Probe {
-  prepare(ctx: RoundContext): Promise<void>;
+  prepare(slice: RoundContext): Promise<void>;
   slice(ms: number): Promise<SliceResult>;
 }
 
-/** Jobs a round could consume at one job per raw transaction (twice a two-commit cycle). */
-export function capacity(ctx: RoundContext): number {
-  return Math.ceil((ctx.limitTxPerSec * ctx.windowMs * 1.25) / 1000) + 50;
+/** Jobs a slice could consume at one job per raw transaction (twice a two-commit cycle). */
+export function capacity(slice: RoundContext): number {
+  return Math.ceil((slice.limitTxPerSec * slice.windowMs * 1.25) / 1000) + 20;
 }
 
 export function combine(slices: SliceResult[]): Throughput {
@@ -72,13 +73,16 @@ export function combine(slices: SliceResult[]): Throughput {
   };
 }
 
-/** Measures `probes` for one round: prepare each, then `ctx.windowMs` in alternating slices. */
+/** Measures `probes` for one round: `ctx.windowMs` each, in slices taken in turn. */
 export async function interleave(probes: Probe[], ctx: RoundContext, sliceMs: number): Promise<Throughput[]> {
-  for (const probe of probes) await probe.prepare(ctx);
   const slices: SliceResult[][] = probes.map(() => []);
   const count = Math.max(1, Math.round(ctx.windowMs / sliceMs));
+  const slice: RoundContext = { ...ctx, windowMs: ctx.windowMs / count };
   for (let i = 0; i < count; i++) {
-    for (let p = 0; p < probes.length; p++) slices[p]!.push(await probes[p]!.slice(ctx.windowMs / count));
+    for (let p = 0; p < probes.length; p++) {
+      await probes[p]!.prepare(slice);
+      slices[p]!.push(await probes[p]!.slice(slice.windowMs));
+    }
   }
   return slices.map(combine);
 }
@@ -134,9 +138,9 @@ export class QueueDb {
     return Promise.resolve(this.countOwn ? this.ownCommits : null);
   }
 
-  /** Makes `backlog` + what the round can consume pending, before the round starts. */
-  async prepare(ctx: RoundContext, label: string): Promise<void> {
-    await topUp(this.knex, ctx.backlog + capacity(ctx), label);
+  /** Makes `backlog` + what the slice can consume pending, before the slice starts. */
+  async prepare(slice: RoundContext, label: string): Promise<void> {
+    await topUp(this.knex, slice.backlog + capacity(slice), label);
   }
 
   close(): Promise<void> {

@@ -48,7 +48,7 @@ export interface BenchOptions {
 }
 
 export const PRESETS = {
-  full: { rounds: 12, windowMs: 1_500, samples: 150, profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] } },
+  full: { rounds: 10, windowMs: 1_500, samples: 150, profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] } },
   quick: { rounds: 5, windowMs: 400, samples: 60, profile: { rounds: 2, windowMs: 500, backlogSizes: [100, 10_000] } },
 } as const;
 

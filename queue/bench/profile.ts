@@ -46,7 +46,8 @@ async function limitVariant(db: string): Promise<CycleVariant> {
   return {
     id: 'limit',
     label: 'one-row transaction, bare driver',
-    async prepare() {
+    prepare: async () => undefined,
+    resetBreakdown() {
       clock.reset();
       cycles = 0;
       wallMs = 0;
@@ -98,6 +99,7 @@ export async function runProfile(dir: string, options: ProfileOptions, progress:
     let limitTxPerSec = perSecond(await variants[0]!.slice(Math.min(options.windowMs, 500)));
     for (let round = 1; round <= options.rounds; round++) {
       const ctx: RoundContext = { round, windowMs: options.windowMs, limitTxPerSec, backlog: options.backlog };
+      for (const v of variants) v.resetBreakdown();
       const results = await interleave(variants, ctx, options.sliceMs);
       limitTxPerSec = results[0]!.perSec;
       const record: Record<string, VariantRound> = {};

@@ -52,13 +52,20 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
     'Throughput (median [min..max] over rounds; ratios taken within each round, then summarised):',
     table(['column', 'median', 'min', 'max', 'unit', 'tx/job', 'stmt/job', 'ratio median [min..max]', 'basis'], analysis.columns.map(columnRow)),
     '',
-    `Gateway overhead (${o.samples} sends of each kind per round, one at a time, alternating):`,
+    table(
+      ['read as time per step (median [min..max] over rounds)', 'value', 'unit'],
+      analysis.derived.map((d) => [d.name, range(d.summary, 2), d.unit]),
+    ),
+    '',
+    `Gateway overhead (${o.samples} requests of each kind per round, one at a time, kinds taking turns):`,
     table(
       ['latency, ms', 'p50', 'p99'],
       [
         ['POST /send through the gateway', range(lat.gatewayP50Ms, 2), range(lat.gatewayP99Ms, 2)],
         ['POST /effects straight to the receiver', range(lat.directP50Ms, 2), range(lat.directP99Ms, 2)],
         ['ratio gateway / direct', range(lat.ratioP50, 2), range(lat.ratioP99, 2)],
+        ['gateway minus direct', range(lat.overheadP50Ms, 2), ''],
+        ["the gateway's lease check alone: POST /jobs/:id/verify", range(lat.verifyP50Ms, 2), range(lat.verifyP99Ms, 2)],
       ],
     ),
   );
@@ -91,6 +98,7 @@ export function renderJson(run: RunRecord | null, analysis: Analysis | null, ext
       startedAt: run?.startedAt ?? null,
       durationMs: run?.durationMs ?? null,
       columns: analysis?.columns ?? null,
+      derived: analysis?.derived ?? null,
       latency: analysis?.latency ?? null,
       memory: analysis?.memory ?? null,
       goals: analysis?.goals ?? null,

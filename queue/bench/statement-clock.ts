@@ -24,6 +24,8 @@ export function kindOf(sql: string, previous: string): string {
 
 export class StatementClock {
   totals = new Map<string, KindTotal>();
+  /** While true, statements are not recorded (e.g. the benchmark's own top-ups). */
+  paused = false;
   private previous = '';
 
   reset(): void {
@@ -32,6 +34,7 @@ export class StatementClock {
   }
 
   record(sql: string, ms: number): void {
+    if (this.paused) return;
     const kind = kindOf(sql, this.previous);
     this.previous = kind;
     const total = this.totals.get(kind) ?? { calls: 0, ms: 0 };
