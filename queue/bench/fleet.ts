@@ -3,7 +3,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LoopResult } from './loops.js';
-import { peakRssMiB, stopChild } from './processes.js';
+import { peakRssMiB, stopChild, track } from './processes.js';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.js', import.meta.url));
 
@@ -28,7 +28,7 @@ export class Fleet {
   private constructor(private readonly children: ChildProcess[]) {}
 
   static async start(size: number, name: string, target: WorkerTarget): Promise<Fleet> {
-    const children = Array.from({ length: size }, () => fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+    const children = Array.from({ length: size }, () => track(fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })));
     const fleet = new Fleet(children);
     try {
       await Promise.all(children.map((child, i) => fleet.ask(child, { type: 'init', name: `${name}-${i + 1}`, ...target }, 'ready')));

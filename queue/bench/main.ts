@@ -7,6 +7,7 @@ import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOpt
 import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
+import { killAll } from './processes.js';
 import { makeRunDir, runBench } from './run.js';
 
 function count(value: string): number {
@@ -63,6 +64,15 @@ function optionsOrExit(): BenchOptions {
 const options = optionsOrExit();
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);
+process.on('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: stopping; databases ${options.keep ? 'kept' : 'removed'} (${dir})`);
+    killAll();
+    if (!options.keep) rmSync(dir, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
 progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`);
 try {
   const run = options.profileOnly ? null : await runBench(options, dir, progress);

@@ -6,6 +6,20 @@ import { fileURLToPath } from 'node:url';
 
 export const CLI_PATH = fileURLToPath(new URL('../cli.js', import.meta.url));
 
+/** Every child still running, so none outlives the benchmark if it is interrupted. */
+const live = new Set<ChildProcess>();
+
+export function track(child: ChildProcess): ChildProcess {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** Kills every child still running; synchronous, so it may run in an 'exit' handler. */
+export function killAll(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+
 export interface ChildService {
   name: string;
   url: string;
@@ -15,9 +29,9 @@ export interface ChildService {
 
 /** Starts `leasehold <command> --port 0 ...args` and waits for its "listening on" line. */
 export async function startService(name: string, command: string, args: string[], timeoutMs = 20_000): Promise<ChildService> {
-  const child = spawn(process.execPath, [CLI_PATH, command, '--port', '0', '--log-level', 'silent', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = track(
+    spawn(process.execPath, [CLI_PATH, command, '--port', '0', '--log-level', 'silent', ...args], { stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);

@@ -50,6 +50,9 @@ function reply(message: FromWorker): void {
   process.send?.(message);
 }
 
+// The benchmark is gone (finished or interrupted): nothing more will be asked.
+process.on('disconnect', () => process.exit(0));
+
 process.on('message', (message: ToWorker) => {
   void handle(message).catch((err: unknown) => reply({ type: 'failed', message: err instanceof Error ? err.message : String(err) }));
 });
