@@ -5,6 +5,7 @@ import { KnexQueueStore, claimIn, finishIn, type Executor } from '../knex-store.
 import { sqliteDialect } from '../sqlite-store.js';
 import type { QueueStore } from '../store.js';
 import { systemClock } from '../types.js';
+import type sqlite3 from 'sqlite3';
 import { openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops, type Cycle } from './loops.js';
 import { QueueDb, counted, type Probe } from './measure.js';
@@ -108,13 +109,29 @@ export async function storeVariant(db: string, schema: Schema, id: string, label
   return variant(id, label, queue, clock, storeCycle(queue.store), () => queue.close());
 }
 
-/** The store's own claimIn/finishIn on the bare driver: the same SQL and transactions, no knex. */
-export async function bareVariant(db: string, schema: Schema, id: string, label: string): Promise<CycleVariant> {
+/**
+ * The store's own claimIn/finishIn on the bare driver: the same SQL and transactions, no knex;
+ * with `prepared`, each distinct statement is prepared once and reused.
+ */
+export async function bareVariant(db: string, schema: Schema, id: string, label: string, prepared = false): Promise<CycleVariant> {
   const queue = await openQueueFile(db, schema);
   const bare = await openBare(db);
   const clock = new StatementClock();
   clock.wrap(bare.handle as unknown as Record<string, unknown>);
-  const executor = { raw: (sql: string, bindings: unknown[]) => bare.all(sql, bindings) } as unknown as Executor;
+  const statements = new Map<string, sqlite3.Statement>();
+  const preparedAll = (sql: string, bindings: unknown[]) => {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = bare.handle.prepare(sql, () => undefined)));
+    const started = performance.now();
+    return new Promise<unknown[]>((resolve, reject) =>
+      statement.all(bindings, (err: Error | null, rows: unknown[]) => {
+        clock.record(sql, performance.now() - started);
+        if (err) reject(err);
+        else resolve(rows);
+      }),
+    );
+  };
+  const executor = { raw: prepared ? preparedAll : (sql: string, bindings: unknown[]) => bare.all(sql, bindings) } as unknown as Executor;
   const dialect = sqliteDialect(systemClock, 60_000);
   const cycle: Cycle = async () => {
     const lease = await inTransaction(bare, () => claimIn(executor, dialect, OWNER, LEASE_MS, Date.now()));
@@ -123,6 +140,7 @@ export async function bareVariant(db: string, schema: Schema, id: string, label:
     return true;
   };
   return variant(id, label, queue, clock, cycle, async () => {
+    for (const statement of statements.values()) await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
     await bare.close();
     await queue.close();
   });

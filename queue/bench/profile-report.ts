@@ -62,7 +62,8 @@ export function renderProfile(profile: ProfileRecord, summary: ProfileSummary): 
   const pendings = [...new Set(summary.claimCost.map((c) => c.pending))];
   const schemas = [...new Set(summary.claimCost.map((c) => c.schema))];
   return [
-    `Where the time of one library cycle goes (${o.rounds} rounds of ${o.windowMs} ms, 1 worker, backlog ${o.backlog}; driver time = inside sqlite3, fsync included):`,
+    `Where the time of one library cycle goes (${o.rounds} rounds, ${o.windowMs} ms per variant and round in slices taken in turn, 1 worker, backlog ${o.backlog};`,
+    'driver time = from the call into sqlite3 to its callback, fsync included; outside driver = knex and JavaScript):',
     table(
       ['variant', 'per s', 'ratio to limit', 'tx/job', 'stmt', 'wall ms', 'in driver ms', 'outside driver ms'],
       summary.variants.map((v) => [

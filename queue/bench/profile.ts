@@ -76,6 +76,10 @@ async function openVariants(dir: string): Promise<CycleVariant[]> {
     ['bare', () => bareVariant(join(dir, 'profile-bare.sqlite'), SHIPPED, 'bare', "store's SQL on the bare driver, no knex")],
     ['store-noidx', () => storeVariant(join(dir, 'profile-store-noidx.sqlite'), NO_STATUS_INDEX, 'store-noidx', 'store, status index dropped')],
     ['bare-noidx', () => bareVariant(join(dir, 'profile-bare-noidx.sqlite'), NO_STATUS_INDEX, 'bare-noidx', "store's SQL, status index dropped, bare driver")],
+    [
+      'bare-prep-noidx',
+      () => bareVariant(join(dir, 'profile-bare-prep-noidx.sqlite'), NO_STATUS_INDEX, 'bare-prep-noidx', "store's SQL, status index dropped, prepared, bare driver", true),
+    ],
     ['store-prep', () => preparedStoreVariant(join(dir, 'profile-prep.sqlite'), SHIPPED, 'store-prep', 'store, prepared statements reused')],
     [
       'store-prep-noidx',

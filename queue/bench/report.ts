@@ -45,7 +45,7 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
   const out: string[] = [];
   out.push(
     `leasehold benchmark (${o.preset}): ${o.rounds} rounds; per round each column runs ${o.windowMs} ms in slices of ${o.sliceMs} ms, columns taking turns`,
-    `backlog ${o.backlog} pending jobs beyond what a round consumes; ${o.workers} workers in the concurrent columns; services are child processes`,
+    `each slice starts with ${o.backlog} pending jobs plus what it can consume (topped up, untimed); ${o.workers} workers in the concurrent columns; services are child processes`,
     `databases in ${run.dir} (${o.baseDirReason}); rollback journal, synchronous=FULL, BEGIN IMMEDIATE`,
     `node ${env.node}, SQLite ${env.sqlite}, ${env.cpus} x ${env.cpuModel}; took ${(run.durationMs / 1000).toFixed(1)} s`,
     '',
