@@ -24,6 +24,8 @@ export interface LatencyResult {
   directP99Ms: Summary | null;
   verifyP50Ms: Summary | null;
   verifyP99Ms: Summary | null;
+  floorP50Ms: Summary | null;
+  floorP99Ms: Summary | null;
   /** Gateway p50 minus direct p50, per round. */
   overheadP50Ms: Summary | null;
   ratioP50: Summary | null;
@@ -125,6 +127,8 @@ function latencyResult(run: RunRecord): LatencyResult {
     directP99Ms: summarize(lat.map((l) => l.directP99Ms)),
     verifyP50Ms: summarize(lat.map((l) => l.verifyP50Ms)),
     verifyP99Ms: summarize(lat.map((l) => l.verifyP99Ms)),
+    floorP50Ms: summarize(lat.map((l) => l.floorP50Ms)),
+    floorP99Ms: summarize(lat.map((l) => l.floorP99Ms)),
     overheadP50Ms: summarize(lat.map((l) => l.gatewayP50Ms - l.directP50Ms)),
     ratioP50: summarize(ratios(lat.map((l) => l.gatewayP50Ms), lat.map((l) => l.directP50Ms))),
     ratioP99: summarize(ratios(lat.map((l) => l.gatewayP99Ms), lat.map((l) => l.directP99Ms))),

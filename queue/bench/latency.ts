@@ -1,7 +1,8 @@
 // Gateway overhead: the latency of one send through the gateway (verify with the queue, then
 // forward to the receiver) against the same effect posted straight to the receiver, one
 // request at a time, the kinds taking turns so that drift hits all alike. The lease check the
-// gateway makes (POST /jobs/:id/verify on the queue) is timed on its own as well.
+// gateway makes (POST /jobs/:id/verify on the queue) is timed on its own as well, and so is a
+// bare node:http server: the floor any HTTP hop costs on this machine.
 import { randomBytes } from 'node:crypto';
 import { exchange } from '../../gateway/http-exchange.js';
 import { GatewayClient } from '../../gateway/client.js';
@@ -11,6 +12,7 @@ import { claimIn, finishIn } from '../knex-store.js';
 import { sqliteDialect } from '../sqlite-store.js';
 import { systemClock, type Lease } from '../types.js';
 import { topUp } from './seed.js';
+import { startEchoServer } from './processes.js';
 import type { System } from './services.js';
 import { percentile } from './stats.js';
 
@@ -21,6 +23,8 @@ export interface LatencySample {
   directP99Ms: number;
   verifyP50Ms: number;
   verifyP99Ms: number;
+  floorP50Ms: number;
+  floorP99Ms: number;
   samples: number;
   errors: number;
   firstError?: string;
@@ -28,14 +32,16 @@ export interface LatencySample {
 
 export interface LatencyProbe {
   measure(round: number): Promise<LatencySample>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 const OWNER = 'bench-latency';
 const WARMUP = 10;
 const runPrefix = randomBytes(3).toString('hex');
 
-export function openLatencyProbe(system: System, samples: number): LatencyProbe {
+export async function openLatencyProbe(system: System, samples: number): Promise<LatencyProbe> {
+  const echo = await startEchoServer();
+  const echoUrl = new URL('/effects', echo.url);
   const gateway = new GatewayClient(system.gateway.url);
   const queue = new QueueClient(system.queue.url);
   const agent = keepAliveAgent();
@@ -48,6 +54,11 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
     const body = Buffer.from(JSON.stringify({ jobId, qty: 1 }));
     const res = await exchange({ method: 'POST', url: effects, body, headers: { 'fencing-token': '1' }, timeoutMs: 10_000, agent });
     if (res.kind !== 'response' || res.status !== 201) throw new Error(`direct POST /effects: ${JSON.stringify(res).slice(0, 200)}`);
+  };
+  const floor = async () => {
+    const body = Buffer.from(JSON.stringify({ jobId: 'floor', qty: 1 }));
+    const res = await exchange({ method: 'POST', url: echoUrl, body, headers: { 'fencing-token': '1' }, timeoutMs: 10_000, agent });
+    if (res.kind !== 'response' || res.status !== 200) throw new Error(`bare node:http: ${JSON.stringify(res).slice(0, 200)}`);
   };
   const viaGateway = (lease: Lease) => gateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
 
@@ -76,6 +87,7 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
       const viaGw: number[] = [];
       const straight: number[] = [];
       const verified: number[] = [];
+      const floors: number[] = [];
       let errors = 0;
       let firstError: string | undefined;
       const timed = async (into: number[], send: () => Promise<unknown>, record: boolean) => {
@@ -95,6 +107,7 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
           () => timed(viaGw, () => viaGateway(lease), record),
           () => timed(straight, () => direct(`direct-${runPrefix}-${round}-${i}`), record),
           () => timed(verified, () => queue.verify(lease.id, { owner: OWNER, token: lease.token }), record),
+          () => timed(floors, floor, record),
         ];
         for (let k = 0; k < kinds.length; k++) await kinds[(i + k) % kinds.length]!();
       }
@@ -106,15 +119,18 @@ export function openLatencyProbe(system: System, samples: number): LatencyProbe 
         directP99Ms: percentile(straight, 99),
         verifyP50Ms: percentile(verified, 50),
         verifyP99Ms: percentile(verified, 99),
+        floorP50Ms: percentile(floors, 50),
+        floorP99Ms: percentile(floors, 99),
         samples: Math.min(viaGw.length, straight.length),
         errors,
         ...(firstError ? { firstError } : {}),
       };
     },
-    close() {
+    async close() {
       gateway.close();
       queue.close();
       agent.destroy();
+      await echo.stop();
     },
   };
 }

@@ -59,6 +59,29 @@ export async function startService(name: string, command: string, args: string[]
   return { name, url, pid: child.pid!, stop: () => stopChild(child) };
 }
 
+/** A bare node:http server that answers every request with a small JSON body: the floor of an HTTP hop. */
+const ECHO_SERVER = `require('node:http').createServer((req, res) => {
+  req.resume();
+  req.on('end', () => { res.setHeader('content-type', 'application/json'); res.end('{"ok":true}'); });
+}).listen(0, '127.0.0.1', function () { console.log('listening on http://127.0.0.1:' + this.address().port); });
+process.on('SIGTERM', () => process.exit(0));`;
+
+export async function startEchoServer(timeoutMs = 20_000): Promise<ChildService> {
+  const child = track(spawn(process.execPath, ['-e', ECHO_SERVER], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the bare node:http server did not start')), timeoutMs);
+    child.stdout!.once('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      const match = /listening on (http:\/\/\S+)/.exec(chunk.toString());
+      if (match) resolve(match[1]!);
+      else reject(new Error(`the bare node:http server said: ${chunk.toString()}`));
+    });
+  });
+  child.stdout!.resume();
+  child.stderr!.resume();
+  return { name: 'bare node:http', url, pid: child.pid!, stop: () => stopChild(child) };
+}
+
 /** SIGTERM (unless `signal` is false: it was asked to stop), then SIGKILL after `graceMs`. */
 export function stopChild(child: ChildProcess, graceMs = 5_000, signal = true): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();

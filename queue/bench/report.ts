@@ -66,6 +66,7 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
         ['ratio gateway / direct', range(lat.ratioP50, 2), range(lat.ratioP99, 2)],
         ['gateway minus direct', range(lat.overheadP50Ms, 2), ''],
         ["the gateway's lease check alone: POST /jobs/:id/verify", range(lat.verifyP50Ms, 2), range(lat.verifyP99Ms, 2)],
+        ['floor: a bare node:http server, same client', range(lat.floorP50Ms, 2), range(lat.floorP99Ms, 2)],
       ],
     ),
   );

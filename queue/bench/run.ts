@@ -110,7 +110,7 @@ export async function runBench(options: BenchOptions, dir: string, progress: (li
       probes.push(probe);
       closers.push(() => probe.close());
     }
-    const latency = openLatencyProbe(await resources.system(), options.samples);
+    const latency = await openLatencyProbe(await resources.system(), options.samples);
     closers.push(() => latency.close());
 
     const rounds: RoundRecord[] = [];
