@@ -66,6 +66,7 @@ const RATIO_BASIS: Record<string, string> = {
   http1: 'library1',
   httpN: 'libraryN',
   e2e: 'limit',
+  e2eWorker: 'limit',
   pgLibrary1: 'pgLimit',
   pgLibraryN: 'pgLimit',
   pgE2e: 'pgLimit',

@@ -13,6 +13,7 @@ import { interleave, type RoundContext, type Throughput } from './measure.js';
 import type { BenchOptions } from './options.js';
 import { PostgresSchemas, openPostgresLimit } from './postgres.js';
 import { openEndToEndProbe, openHttpProbe, System } from './services.js';
+import { openWorkerCliProbe } from './worker-cli.js';
 
 export interface RoundRecord {
   round: number;
@@ -62,6 +63,11 @@ function columnSpecs(options: BenchOptions): ColumnSpec[] {
     { id: 'http1', label: 'queue over HTTP, 1 worker', open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1') },
     { id: 'httpN', label: `queue over HTTP, ${n} loops`, open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN') },
     { id: 'e2e', label: `end to end, ${n} worker processes`, open: async (r) => openEndToEndProbe(await r.system(), n, 'e2e') },
+    {
+      id: 'e2eWorker',
+      label: `end to end, ${n} \`leasehold worker\` processes`,
+      open: async (r) => openWorkerCliProbe(await r.system(), n, 'e2eWorker'),
+    },
   ];
   if (options.postgres) {
     const pg = (r: Resources) => r.pg!;
