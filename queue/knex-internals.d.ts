@@ -3,6 +3,8 @@ declare module 'knex/lib/dialects/sqlite3/index.js' {
   import type { Knex } from 'knex';
   class Client_SQLite3 extends Knex.Client {
     transaction(...args: unknown[]): unknown;
+    _query(connection: any, obj: any): Promise<any>;
+    destroyRawConnection(connection: any): Promise<void>;
   }
   export default Client_SQLite3;
 }

@@ -2,9 +2,11 @@
 // Numbered and append-only: never edit one that has shipped, add the next.
 import type { Knex } from 'knex';
 import * as m001 from './001_jobs.js';
+import * as m002 from './002_drop_status_index.js';
 
 const migrations: Record<string, Knex.Migration> = {
   '001_jobs': m001,
+  '002_drop_status_index': m002,
 };
 
 export const queueMigrations: Knex.MigratorConfig = {
