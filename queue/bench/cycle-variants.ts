@@ -1,7 +1,7 @@
 // One claim + finish cycle, several ways, each timed per statement inside the driver: the
-// store as shipped; the store's own SQL (claimIn/finishIn) on the bare driver, without knex;
-// on a schema without the `queue_jobs_status` index; and with prepared statements reused.
-import { KnexQueueStore, claimIn, finishIn, type Executor } from '../knex-store.js';
+// store as shipped, and the store's own SQL (claimIn/finishIn) on the bare driver without
+// knex, with statements prepared once or prepared on every call.
+import { claimIn, finishIn, type Executor } from '../knex-store.js';
 import { sqliteDialect } from '../sqlite-store.js';
 import type { QueueStore } from '../store.js';
 import { systemClock } from '../types.js';
@@ -9,7 +9,7 @@ import type sqlite3 from 'sqlite3';
 import { openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops, type Cycle } from './loops.js';
 import { QueueDb, counted, type Probe } from './measure.js';
-import { openSqliteWithStatementCache } from './prepared-client.js';
+import { openObservedSqliteStore } from './observed-store.js';
 import { StatementClock } from './statement-clock.js';
 
 const LEASE_MS = 30_000;
@@ -39,8 +39,11 @@ export interface Schema {
 }
 
 export const SHIPPED: Schema = { changes: [] };
-/** Without it SQLite's planner walks the partial indexes the claim was written for. */
-export const NO_STATUS_INDEX: Schema = { changes: ['DROP INDEX IF EXISTS queue_jobs_status'] };
+/**
+ * The index migration 002 dropped: SQLite's planner preferred it to the partial indexes and
+ * sorted every pending job on each claim. Kept here to show that cost against the backlog.
+ */
+export const WITH_STATUS_INDEX: Schema = { changes: ['CREATE INDEX IF NOT EXISTS queue_jobs_status ON queue_jobs (status)'] };
 
 export function breakdownOf(clock: StatementClock, cycles: number, wallMs: number): Breakdown {
   const per = (n: number) => (cycles > 0 ? n / cycles : 0);
@@ -95,43 +98,23 @@ function storeCycle(store: QueueStore): Cycle {
   };
 }
 
-async function openQueueFile(db: string, schema: Schema): Promise<QueueDb> {
-  const queue = await QueueDb.open(db);
-  for (const sql of schema.changes) await queue.knex.raw(sql);
-  return queue;
-}
-
-/** store.claim + store.finish, the driver connection under knex wrapped with a clock. */
-export async function storeVariant(db: string, schema: Schema, id: string, label: string): Promise<CycleVariant> {
-  const queue = await openQueueFile(db, schema);
+/** store.claim + store.finish on the store as the queue opens it, its driver connection timed. */
+export async function storeVariant(db: string, id: string, label: string): Promise<CycleVariant> {
   const clock = new StatementClock();
-  await clock.wrapKnex(queue.knex);
-  return variant(id, label, queue, clock, storeCycle(queue.store), () => queue.close());
+  const store = await openObservedSqliteStore(db, clock);
+  return variant(id, label, QueueDb.wrap(db, store), clock, storeCycle(store), () => store.close());
 }
 
 /**
  * The store's own claimIn/finishIn on the bare driver: the same SQL and transactions, no knex;
- * with `prepared`, each distinct statement is prepared once and reused.
+ * each statement prepared once and reused (as queue/sqlite.ts does), or on every call.
  */
-export async function bareVariant(db: string, schema: Schema, id: string, label: string, prepared = false): Promise<CycleVariant> {
-  const queue = await openQueueFile(db, schema);
+export async function bareVariant(db: string, id: string, label: string, prepared: boolean): Promise<CycleVariant> {
+  const queue = await QueueDb.open(db);
   const bare = await openBare(db);
   const clock = new StatementClock();
   clock.wrap(bare.handle as unknown as Record<string, unknown>);
-  const statements = new Map<string, sqlite3.Statement>();
-  const preparedAll = (sql: string, bindings: unknown[]) => {
-    let statement = statements.get(sql);
-    if (!statement) statements.set(sql, (statement = bare.handle.prepare(sql, () => undefined)));
-    const started = performance.now();
-    return new Promise<unknown[]>((resolve, reject) =>
-      statement.all(bindings, (err: Error | null, rows: unknown[]) => {
-        clock.record(sql, performance.now() - started);
-        if (err) reject(err);
-        else resolve(rows);
-      }),
-    );
-  };
-  const executor = { raw: prepared ? preparedAll : (sql: string, bindings: unknown[]) => bare.all(sql, bindings) } as unknown as Executor;
+  const executor = prepared ? preparedExecutor(bare) : unpreparedExecutor(bare);
   const dialect = sqliteDialect(systemClock, 60_000);
   const cycle: Cycle = async () => {
     const lease = await inTransaction(bare, () => claimIn(executor, dialect, OWNER, LEASE_MS, Date.now()));
@@ -140,20 +123,33 @@ export async function bareVariant(db: string, schema: Schema, id: string, label:
     return true;
   };
   return variant(id, label, queue, clock, cycle, async () => {
-    for (const statement of statements.values()) await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
+    await executor.release();
     await bare.close();
     await queue.close();
   });
 }
 
-/** store.claim + store.finish on a store whose knex client reuses prepared statements. */
-export async function preparedStoreVariant(db: string, schema: Schema, id: string, label: string): Promise<CycleVariant> {
-  const clock = new StatementClock();
-  const knex = openSqliteWithStatementCache(db, (sql, ms) => clock.record(sql, ms));
-  const store = new KnexQueueStore(knex, sqliteDialect(systemClock, 60_000));
-  await store.migrate();
-  for (const sql of schema.changes) await knex.raw(sql);
-  return variant(id, label, QueueDb.wrap(db, store), clock, storeCycle(store), () => store.close());
+/** A stand-in for knex where the store's functions only call `raw(sql, bindings)`. */
+export type BareExecutor = Executor & { release(): Promise<void> };
+
+export function unpreparedExecutor(bare: BareDb): BareExecutor {
+  return { raw: (sql: string, bindings: unknown[]) => bare.all(sql, bindings), release: async () => undefined } as unknown as BareExecutor;
+}
+
+/** Each distinct statement prepared once and reused, as queue/sqlite.ts does. */
+export function preparedExecutor(bare: BareDb): BareExecutor {
+  const statements = new Map<string, sqlite3.Statement>();
+  const raw = (sql: string, bindings: unknown[]) => {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = bare.handle.prepare(sql, () => undefined)));
+    return new Promise<unknown[]>((resolve, reject) =>
+      statement.all(bindings, (err: Error | null, rows: unknown[]) => (err ? reject(err) : resolve(rows))),
+    );
+  };
+  const release = async () => {
+    for (const statement of statements.values()) await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
+  };
+  return { raw, release } as unknown as BareExecutor;
 }
 
 export async function inTransaction<T>(db: BareDb, work: () => Promise<T>): Promise<T> {

@@ -2,11 +2,11 @@
 // same cycle, interleaved round by round like the main table, each timed per statement inside
 // the driver; and what a claim costs as the backlog of pending jobs grows.
 import { join } from 'node:path';
-import { claimIn, type Executor } from '../knex-store.js';
+import { claimIn } from '../knex-store.js';
 import { sqliteDialect } from '../sqlite-store.js';
 import { systemClock } from '../types.js';
 import { openBare } from './bare-sqlite.js';
-import { NO_STATUS_INDEX, SHIPPED, bareVariant, breakdownOf, preparedStoreVariant, storeVariant, type Breakdown, type CycleVariant, type Schema } from './cycle-variants.js';
+import { SHIPPED, WITH_STATUS_INDEX, bareVariant, breakdownOf, preparedExecutor, storeVariant, type Breakdown, type CycleVariant, type Schema } from './cycle-variants.js';
 import { LIMIT_TABLE, LIMIT_UPDATE } from './limit.js';
 import { perSecond, runLoops } from './loops.js';
 import { QueueDb, interleave, type RoundContext, type Throughput } from './measure.js';
@@ -72,19 +72,9 @@ async function limitVariant(db: string): Promise<CycleVariant> {
 async function openVariants(dir: string): Promise<CycleVariant[]> {
   const specs: [string, () => Promise<CycleVariant>][] = [
     ['limit', () => limitVariant(join(dir, 'profile-limit.sqlite'))],
-    ['store', () => storeVariant(join(dir, 'profile-store.sqlite'), SHIPPED, 'store', 'store as shipped (knex)')],
-    ['bare', () => bareVariant(join(dir, 'profile-bare.sqlite'), SHIPPED, 'bare', "store's SQL on the bare driver, no knex")],
-    ['store-noidx', () => storeVariant(join(dir, 'profile-store-noidx.sqlite'), NO_STATUS_INDEX, 'store-noidx', 'store, status index dropped')],
-    ['bare-noidx', () => bareVariant(join(dir, 'profile-bare-noidx.sqlite'), NO_STATUS_INDEX, 'bare-noidx', "store's SQL, status index dropped, bare driver")],
-    [
-      'bare-prep-noidx',
-      () => bareVariant(join(dir, 'profile-bare-prep-noidx.sqlite'), NO_STATUS_INDEX, 'bare-prep-noidx', "store's SQL, status index dropped, prepared, bare driver", true),
-    ],
-    ['store-prep', () => preparedStoreVariant(join(dir, 'profile-prep.sqlite'), SHIPPED, 'store-prep', 'store, prepared statements reused')],
-    [
-      'store-prep-noidx',
-      () => preparedStoreVariant(join(dir, 'profile-prep-noidx.sqlite'), NO_STATUS_INDEX, 'store-prep-noidx', 'store, status index dropped + prepared statements'),
-    ],
+    ['store', () => storeVariant(join(dir, 'profile-store.sqlite'), 'store', 'store as shipped (knex, statements prepared once)')],
+    ['bare-prep', () => bareVariant(join(dir, 'profile-bare-prep.sqlite'), 'bare-prep', "store's SQL on the bare driver, prepared once", true)],
+    ['bare', () => bareVariant(join(dir, 'profile-bare.sqlite'), 'bare', "store's SQL on the bare driver, prepared on every call", false)],
   ];
   const opened: CycleVariant[] = [];
   try {
@@ -112,7 +102,7 @@ export async function runProfile(dir: string, options: ProfileOptions, progress:
       progress(`profile round ${round}/${options.rounds}: ${variants.map((v) => `${v.id} ${record[v.id]!.throughput.perSec.toFixed(0)}`).join(', ')}`);
     }
     const claimCost = [];
-    for (const [name, schema] of [['shipped', SHIPPED], ['status index dropped', NO_STATUS_INDEX]] as const) {
+    for (const [name, schema] of [['shipped', SHIPPED], ['with the status index 002 dropped', WITH_STATUS_INDEX]] as const) {
       claimCost.push(...(await claimCostByBacklog(join(dir, `profile-backlog-${schema.changes.length}.sqlite`), schema, name, options.backlogSizes)));
     }
     return { options, variants: variants.map(({ id, label }) => ({ id, label })), rounds, claimCost };
@@ -123,14 +113,15 @@ export async function runProfile(dir: string, options: ProfileOptions, progress:
 
 /**
  * CPU cost of the claim step alone as pending jobs pile up: `CLAIMS` claims (quarantine +
- * claim UPDATE) inside one transaction that is rolled back, so no fsync is timed.
+ * claim UPDATE, statements prepared once) inside one transaction that is rolled back, so no
+ * fsync is timed.
  */
 async function claimCostByBacklog(db: string, schema: Schema, name: string, sizes: number[]) {
   const CLAIMS = 100;
   const queue = await QueueDb.open(db);
   for (const sql of schema.changes) await queue.knex.raw(sql);
   const bare = await openBare(db);
-  const executor = { raw: (sql: string, bindings: unknown[]) => bare.all(sql, bindings) } as unknown as Executor;
+  const executor = preparedExecutor(bare);
   const dialect = sqliteDialect(systemClock, 60_000);
   const out: { schema: string; pending: number; msPerClaim: number }[] = [];
   try {
@@ -146,6 +137,7 @@ async function claimCostByBacklog(db: string, schema: Schema, name: string, size
       out.push({ schema: name, pending, msPerClaim: ms });
     }
   } finally {
+    await executor.release();
     await bare.close();
     await queue.close();
   }

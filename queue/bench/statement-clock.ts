@@ -1,8 +1,6 @@
 // Time spent inside the sqlite3 driver per statement kind: wraps a driver connection's `run`,
-// `all` and `exec` (the only calls knex and the benchmark make), so what is left of a cycle's
-// wall time is knex and JavaScript.
-import type { Knex } from 'knex';
-
+// `all` and `exec`, and the `run` and `all` of every statement it prepares, so what is left of
+// a cycle's wall time is knex and JavaScript.
 export interface KindTotal {
   calls: number;
   ms: number;
@@ -57,27 +55,28 @@ export class StatementClock {
 
   /** Wraps the methods of one driver connection (sqlite3.Database) in place. */
   wrap(conn: Record<string, unknown>): void {
-    for (const method of ['run', 'all', 'exec'] as const) {
-      const original = conn[method] as (...args: unknown[]) => unknown;
-      const clock = this;
-      conn[method] = function (this: unknown, sql: string, ...rest: unknown[]) {
-        const callback = rest.pop() as (this: unknown, ...results: unknown[]) => void;
-        const started = performance.now();
-        return original.call(this, sql, ...rest, function (this: unknown, ...results: unknown[]) {
-          clock.record(sql, performance.now() - started);
-          callback.apply(this, results);
-        });
-      };
-    }
+    for (const method of ['run', 'all', 'exec'] as const) this.timeCalls(conn, method, (args) => args[0] as string);
+    const prepare = conn.prepare as (...args: unknown[]) => Record<string, unknown>;
+    const clock = this;
+    conn.prepare = function (this: unknown, sql: string, ...rest: unknown[]) {
+      const statement = prepare.call(this, sql, ...rest);
+      for (const method of ['run', 'all'] as const) clock.timeCalls(statement, method, () => sql);
+      return statement;
+    };
   }
 
-  /** Wraps the single pooled connection of a knex handle opened by queue/sqlite.ts (pool max 1). */
-  async wrapKnex(knex: Knex): Promise<void> {
-    const conn = (await knex.client.acquireConnection()) as Record<string, unknown>;
-    try {
-      this.wrap(conn);
-    } finally {
-      knex.client.releaseConnection(conn);
-    }
+  /** Replaces `target[method]` with one that times the call until its callback (the last argument). */
+  private timeCalls(target: Record<string, unknown>, method: string, sqlOf: (args: unknown[]) => string): void {
+    const original = target[method] as (...args: unknown[]) => unknown;
+    const clock = this;
+    target[method] = function (this: unknown, ...args: unknown[]) {
+      const sql = sqlOf(args);
+      const callback = args.pop() as (this: unknown, ...results: unknown[]) => void;
+      const started = performance.now();
+      return original.call(this, ...args, function (this: unknown, ...results: unknown[]) {
+        clock.record(sql, performance.now() - started);
+        callback.apply(this, results);
+      });
+    };
   }
 }
