@@ -29,11 +29,14 @@ const program = new Command('npm run bench --')
     new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round').argParser(count).default(DEFAULT_SLICE_MS),
   )
   .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(count))
-  .addOption(new Option('--backlog <n>', 'pending jobs left over after each window, on top of what it can consume').argParser(count).default(DEFAULT_BACKLOG))
+  .addOption(new Option('--backlog <n>', 'pending jobs at the start of each slice, on top of what the slice can consume').argParser(count).default(DEFAULT_BACKLOG))
   .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(count).default(DEFAULT_WORKERS))
   .option('--dir <path>', 'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)')
   .option('--keep', 'keep the databases afterwards')
-  .option('--postgres <url>', 'also measure the queue library on PostgreSQL at this URL (a throwaway database)')
+  .option(
+    '--postgres <url>',
+    "also measure PostgreSQL at this URL: its own write limit, the queue library and end to end, each in a schema of its own, dropped afterwards",
+  )
   .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
   .option('--profile-only', 'only the breakdown of the library cycle, not the main table')
   .addOption(
@@ -46,8 +49,10 @@ const program = new Command('npm run bench --')
       'Columns: the limit (BEGIN IMMEDIATE; UPDATE one row; COMMIT on the bare sqlite3 driver, rollback journal,',
       'synchronous=FULL), the queue library (store.claim + store.finish), the queue over HTTP (a `leasehold queue`',
       'child process and QueueClient), end to end (queue, receiver and gateway child processes, worker processes that',
-      'claim, send through the gateway and finish). tx/job counts durable commits from the SQLite file change counter.',
-      'Each claim + finish costs two write transactions, so 0.5 of the limit is the one-transaction-per-step ceiling.',
+      'claim, send through the gateway and finish: the benchmark\'s own minimal worker, then `leasehold worker`).',
+      'tx/job counts durable commits from the SQLite file change counter. Each claim + finish costs two write',
+      'transactions, so 0.5 of the limit is the one-transaction-per-step ceiling. The breakdown after the tables',
+      'times every statement of one library cycle inside the driver. See queue/bench/README-section.md.',
     ].join('\n'),
   );
 
@@ -65,12 +70,12 @@ const options = optionsOrExit();
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);
 process.on('exit', killAll);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   process.once(signal, () => {
     progress(`${signal}: stopping; databases ${options.keep ? 'kept' : 'removed'} (${dir})`);
     killAll();
     if (!options.keep) rmSync(dir, { recursive: true, force: true });
-    process.exit(130);
+    process.exit(code);
   });
 }
 progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`);
