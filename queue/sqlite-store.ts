@@ -1,7 +1,9 @@
 // The queue on one SQLite file: the embedded default. Several processes may share the file;
-// each write is a short BEGIN IMMEDIATE transaction, retried while SQLite reports SQLITE_BUSY.
+// each write is a short BEGIN IMMEDIATE transaction, retried while SQLite reports SQLITE_BUSY,
+// and writes that arrive together in one process share a transaction (group commit).
 import type { Knex } from 'knex';
 import { KnexQueueStore, type Dialect } from './knex-store.js';
+import { GroupCommitter } from './group-commit.js';
 import { queueMigrations } from './migrations/index.js';
 import { openSqlite, retryBusy } from './sqlite.js';
 import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
@@ -17,14 +19,21 @@ export interface SqliteQueueOptions {
 }
 
 export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
+  let committer: GroupCommitter | undefined;
   return {
-    write: (knex, work) =>
-      retryBusy(
-        // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
-        // the lock can never make an expired lease look current.
-        () => knex.transaction((trx) => work(trx, clock.now())),
-        busyBudgetMs,
-      ),
+    write: (knex, work) => {
+      // One SQLite connection per store runs one transaction at a time: writes that arrive
+      // meanwhile share the next one (group commit) instead of queueing for a commit each.
+      committer ??= new GroupCommitter((batch) =>
+        retryBusy(
+          // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
+          // the lock can never make an expired lease look current.
+          () => knex.transaction((trx) => batch(trx, clock.now())),
+          busyBudgetMs,
+        ),
+      );
+      return committer.submit(work);
+    },
     now: async () => clock.now(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),
     // Two index walks, each stopping at its first row, then the better of the two: pending

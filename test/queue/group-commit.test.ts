@@ -1,0 +1,80 @@
+// Group commit on a real SQLite file: concurrent writes in one process share transactions,
+// each still gets its own answer, and a refused write does not undo the others.
+import { afterEach, describe, expect, test } from 'vitest';
+import { join } from 'node:path';
+import { openSqliteQueueStore, QueueError, type Lease, type QueueStore } from '../../queue/index.js';
+import { fakeClock } from '../helpers/clock.js';
+import { tempDir } from '../helpers/tmp.js';
+import { newJobInput } from './store.suite.js';
+
+const stores: QueueStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+});
+
+async function setup() {
+  const clock = fakeClock();
+  const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-group-'), 'q.sqlite'), clock });
+  stores.push(store);
+  const commits = { n: 0 };
+  store.knex.on('query', (q: { sql: string }) => {
+    if (/^COMMIT/i.test(q.sql)) commits.n += 1;
+  });
+  return { store, clock, commits };
+}
+
+describe('group commit', () => {
+  test('concurrent claims and finishes share commits, and every job is leased once', async () => {
+    const { store, commits } = await setup();
+    for (let i = 0; i < 40; i++) await store.enqueue(newJobInput({ id: `g-${i}` }));
+    commits.n = 0;
+    const leases = (await Promise.all(Array.from({ length: 40 }, (_, i) => store.claim(`w${i}`, 60_000)))) as Lease[];
+    const ids = leases.map((l) => l.id);
+    expect(new Set(ids).size, 'distinct jobs leased').toBe(40);
+    expect(leases.every((l) => l.token === 1)).toBe(true);
+    const done = await Promise.all(leases.map((l) => store.finish(l.id, l, null)));
+    expect(done.every((j) => j.status === 'done')).toBe(true);
+    // 80 writes; a lone writer would need 80 commits.
+    expect(commits.n, 'commits for 40 claims and 40 finishes').toBeLessThan(40);
+    expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: 40, dead: 0 });
+  });
+
+  test('a refused write in a batch gets its own 409 and does not undo the others', async () => {
+    const { store } = await setup();
+    await store.enqueue(newJobInput({ id: 'a' }));
+    await store.enqueue(newJobInput({ id: 'b' }));
+    const a = (await store.claim('w1', 60_000))!;
+    const b = (await store.claim('w2', 60_000))!;
+    const results = await Promise.allSettled([
+      store.finish(a.id, a, 'ok'),
+      store.finish(b.id, { owner: 'w2', token: b.token + 1 }, 'stale'),
+      store.enqueue(newJobInput({ id: 'c' })),
+      store.enqueue(newJobInput({ id: 'a', qty: 99 })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected']);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(QueueError);
+    expect((results[1] as PromiseRejectedResult).reason.code).toBe('stale_lease');
+    expect((results[3] as PromiseRejectedResult).reason.code).toBe('job_exists');
+    expect((await store.get('a'))?.status).toBe('done');
+    expect((await store.get('b'))?.status).toBe('leased');
+    expect((await store.get('c'))?.status).toBe('pending');
+  });
+
+  test('a write that fails the transaction is retried alone, so only it sees the error', async () => {
+    const { store } = await setup();
+    await store.enqueue(newJobInput({ id: 'a' }));
+    const a = (await store.claim('w1', 60_000))!;
+    // A result that cannot be stored as JSON throws a TypeError inside the batch's transaction.
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const results = await Promise.allSettled([
+      store.enqueue(newJobInput({ id: 'b' })),
+      store.finish(a.id, a, cyclic),
+      store.enqueue(newJobInput({ id: 'c' })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(TypeError);
+    expect((await store.get('a'))?.status).toBe('leased');
+    expect(await store.stats()).toEqual({ pending: 2, leased: 1, done: 0, dead: 0 });
+  });
+});
