@@ -1,34 +1,49 @@
 // Group commit: writes that arrive while a transaction is running wait for it, then share the
 // next transaction and its one fsync. A lone writer is not delayed: with nothing running, its
 // transaction starts at once. Each write still gets its own answer, and a write refused by a
-// rule (a QueueError, thrown before it changed anything) does not undo the others.
-import type { Knex } from 'knex';
-import { QueueError } from './errors.js';
+// rule (an error thrown before it changed anything) does not undo the others. Used by the
+// queue's and the receiver's SQLite stores.
 
-type Work<T> = (trx: Knex.Transaction, now: number) => Promise<T>;
+/** A write: what it does inside the transaction, given what the transaction hands it (`C`). */
+type Work<C, T> = (context: C) => Promise<T>;
 
-interface Pending {
-  work: Work<unknown>;
+interface Pending<C> {
+  work: Work<C, unknown>;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
 
-/** Runs one whole transaction (retries included) and hands `work` the transaction and `now`. */
-export type RunTransaction = <T>(work: Work<T>) => Promise<T>;
+/** Runs one whole transaction (retries included), handing `work` its context (`trx`, `now`...). */
+export type RunTransaction<C> = <T>(work: Work<C, T>) => Promise<T>;
 
-export class GroupCommitter {
-  private pending: Pending[] = [];
+export interface GroupCommitOptions {
+  /**
+   * True for an error that is a write's refusal thrown before it wrote anything (the queue's
+   * `409 stale_lease`, say): it answers that write alone and the batch goes on.
+   */
+  isRefusal?: (err: unknown) => boolean;
+  /** The most writes one transaction takes. */
+  maxBatch?: number;
+}
+
+export class GroupCommitter<C> {
+  private pending: Pending<C>[] = [];
   private running = false;
+  private readonly isRefusal: (err: unknown) => boolean;
+  private readonly maxBatch: number;
 
   constructor(
-    private readonly runTransaction: RunTransaction,
-    private readonly maxBatch = 64,
-  ) {}
+    private readonly runTransaction: RunTransaction<C>,
+    options: GroupCommitOptions = {},
+  ) {
+    this.isRefusal = options.isRefusal ?? (() => false);
+    this.maxBatch = options.maxBatch ?? 64;
+  }
 
   /** Resolves with `work`'s result once the transaction it ran in has committed. */
-  submit<T>(work: Work<T>): Promise<T> {
+  submit<T>(work: Work<C, T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.running) void this.drain();
@@ -48,7 +63,7 @@ export class GroupCommitter {
     }
   }
 
-  private async runAlone(op: Pending): Promise<void> {
+  private async runAlone(op: Pending<C>): Promise<void> {
     try {
       op.resolve(await this.runTransaction(op.work));
     } catch (err) {
@@ -58,20 +73,20 @@ export class GroupCommitter {
 
   /**
    * One transaction for the whole batch. The writes run one after another in it, in the order
-   * they arrived, with one `now`. A QueueError is a refusal that changed nothing: it is that
-   * write's answer and the others go on. Any other error fails the transaction; each write is
-   * then run alone, so only the one at fault sees it.
+   * they arrived, with one context (so one `now` on the queue). A refusal changed nothing: it is that write's answer and the
+   * others go on. Any other error fails the transaction; each write is then run alone, so only
+   * the one at fault sees it.
    */
-  private async runTogether(batch: Pending[]): Promise<void> {
+  private async runTogether(batch: Pending<C>[]): Promise<void> {
     let outcomes: Outcome[];
     try {
-      outcomes = await this.runTransaction(async (trx, now) => {
+      outcomes = await this.runTransaction(async (context) => {
         const results: Outcome[] = [];
         for (const op of batch) {
           try {
-            results.push({ ok: true, value: await op.work(trx, now) });
+            results.push({ ok: true, value: await op.work(context) });
           } catch (err) {
-            if (!(err instanceof QueueError)) throw err;
+            if (!this.isRefusal(err)) throw err;
             results.push({ ok: false, err });
           }
         }

@@ -3,6 +3,7 @@
 // and writes that arrive together in one process share a transaction (group commit).
 import type { Knex } from 'knex';
 import { KnexQueueStore, type Dialect } from './knex-store.js';
+import { QueueError } from './errors.js';
 import { GroupCommitter } from './group-commit.js';
 import { queueMigrations } from './migrations/index.js';
 import { openSqlite, retryBusy } from './sqlite.js';
@@ -19,20 +20,24 @@ export interface SqliteQueueOptions {
 }
 
 export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
-  let committer: GroupCommitter | undefined;
+  let committer: GroupCommitter<{ trx: Knex.Transaction; now: number }> | undefined;
   return {
     write: (knex, work) => {
       // One SQLite connection per store runs one transaction at a time: writes that arrive
       // meanwhile share the next one (group commit) instead of queueing for a commit each.
-      committer ??= new GroupCommitter((batch) =>
-        retryBusy(
-          // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
-          // the lock can never make an expired lease look current.
-          () => knex.transaction((trx) => batch(trx, clock.now())),
-          busyBudgetMs,
-        ),
+      committer ??= new GroupCommitter(
+        (batch) =>
+          retryBusy(
+            // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
+            // the lock can never make an expired lease look current.
+            () => knex.transaction((trx) => batch({ trx, now: clock.now() })),
+            busyBudgetMs,
+          ),
+        // Every QueueError a write throws (stale_lease, unknown_job, job_exists...) comes
+        // before it changed anything.
+        { isRefusal: (err) => err instanceof QueueError },
       );
-      return committer.submit(work);
+      return committer.submit(({ trx, now }) => work(trx, now));
     },
     now: async () => clock.now(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),

@@ -3,6 +3,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
+import { GroupCommitter } from '../queue/group-commit.js';
 import { openSqlite, retryBusy } from '../queue/sqlite.js';
 import { migrateReceiver } from './migrations/index.js';
 import type { Effect, JobState, Outcome } from './rules.js';
@@ -49,6 +50,11 @@ export interface KnexEffectStoreOptions {
   knex: Knex;
   /** Wraps each whole transaction, e.g. to retry it while SQLite reports SQLITE_BUSY. */
   retry?: <T>(operation: () => Promise<T>) => Promise<T>;
+  /**
+   * Let requests that arrive while a transaction runs share the next one (one fsync for
+   * several effects); for a store whose transactions run one at a time, as on SQLite.
+   */
+  groupCommit?: boolean;
 }
 
 /**
@@ -59,8 +65,12 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectSt
   const { knex } = options;
   const retry = options.retry ?? (<T>(operation: () => Promise<T>) => operation());
 
+  const committer = options.groupCommit
+    ? new GroupCommitter<Knex.Transaction>((batch) => retry(() => knex.transaction(batch)))
+    : undefined;
+
   return {
-    transaction: (work) => retry(() => knex.transaction(work)),
+    transaction: (work) => (committer ? committer.submit(work) : retry(() => knex.transaction(work))),
 
     async readJob(tx, jobId) {
       const row = (await tx<EffectRow>(EFFECTS).where({ job_id: jobId }).first()) as EffectRow | undefined;
@@ -147,5 +157,5 @@ export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): 
     throw err;
   }
   const budgetMs = options.busyBudgetMs ?? 10_000;
-  return createKnexEffectStore({ knex, retry: (operation) => retryBusy(operation, budgetMs) });
+  return createKnexEffectStore({ knex, retry: (operation) => retryBusy(operation, budgetMs), groupCommit: true });
 }

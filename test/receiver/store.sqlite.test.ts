@@ -4,6 +4,8 @@ import { openSqlite } from '../../queue/sqlite.js';
 import { openSqliteEffectStore, RECEIVER_MIGRATIONS_TABLE } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { recordEffect } from '../../receiver/store.js';
 import { closeAfterTest, sqliteStore } from './setup.js';
 import { effectStoreSuite } from './store.suite.js';
 
@@ -27,5 +29,26 @@ describe('receiver sqlite schema', () => {
       ['receiver_effects', 'receiver_journal', RECEIVER_MIGRATIONS_TABLE, `${RECEIVER_MIGRATIONS_TABLE}_lock`].sort(),
     );
     expect(await knex(RECEIVER_MIGRATIONS_TABLE).pluck('name')).toEqual(['001_create_effects_and_journal']);
+  });
+});
+
+describe('receiver sqlite group commit', () => {
+  /** SQLite's file change counter: one more for every committed write transaction. */
+  const changeCounter = (filename: string) => readFileSync(filename).readUInt32BE(24);
+
+  test('concurrent effects share transactions, and racing requests for one job still give one applied', async () => {
+    const filename = join(tempDir('leasehold-receiver-group-'), 'r.sqlite');
+    const store = await openSqliteEffectStore({ filename });
+    closeAfterTest(() => store.close());
+    const clock = { now: () => 1_000 };
+    const before = changeCounter(filename);
+    const distinct = Array.from({ length: 40 }, (_, i) => recordEffect(store, { jobId: `j${i}`, qty: 1, token: 1 }, clock));
+    const racing = Array.from({ length: 10 }, (_, i) => recordEffect(store, { jobId: 'same', qty: 2, token: 1 + (i % 3) }, clock));
+    const results = await Promise.all([...distinct, ...racing]);
+    const commits = changeCounter(filename) - before;
+    expect(results.slice(0, 40).every((r) => r.judgement.outcome === 'applied')).toBe(true);
+    expect(results.slice(40).filter((r) => r.judgement.outcome === 'applied').length, 'applied for the racing job').toBe(1);
+    expect(commits, 'write transactions for 50 requests').toBeLessThan(25);
+    expect(await store.totals()).toEqual({ effects: 41, qty: 42 });
   });
 });
