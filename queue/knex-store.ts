@@ -17,11 +17,17 @@ import type { ListQuery, QueueStore } from './store.js';
 import type { DeadReason, Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
 import { queueMigrations } from './migrations/index.js';
 
-export type Executor = Knex | Knex.Transaction;
+/**
+ * What the queue's SQL runs on: a knex handle or transaction, or (on SQLite's write path) a
+ * connection inside `BEGIN IMMEDIATE` that runs prepared statements directly.
+ */
+export interface Executor {
+  raw(sql: string, bindings: readonly Knex.Value[]): PromiseLike<unknown>;
+}
 
 export interface Dialect {
   /** Runs `work` in one short write transaction, handing it the queue's `now` read inside it. */
-  write<T>(knex: Knex, work: (trx: Knex.Transaction, now: number) => Promise<T>): Promise<T>;
+  write<T>(knex: Knex, work: (trx: Executor, now: number) => Promise<T>): Promise<T>;
   /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */
   now(executor: Executor): Promise<number>;
   /** Runs migrations; dialects serialise concurrent starts their own way. */

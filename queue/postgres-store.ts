@@ -54,7 +54,7 @@ export function postgresDialect(options: { schema: string | undefined; clock?: C
   const { clock, schema, retryBudgetMs } = options;
   const now = async (executor: Executor): Promise<number> => {
     if (clock) return clock.now();
-    const row = rowsOf(await executor.raw(SERVER_NOW))[0];
+    const row = rowsOf(await executor.raw(SERVER_NOW, []))[0];
     return Number(row?.now);
   };
   return {

@@ -6,7 +6,7 @@ import { KnexQueueStore, type Dialect } from './knex-store.js';
 import { QueueError } from './errors.js';
 import { GroupCommitter } from './group-commit.js';
 import { queueMigrations } from './migrations/index.js';
-import { openSqlite, retryBusy } from './sqlite.js';
+import { openSqlite, retryBusy, withImmediateTransaction, type SqliteExecutor } from './sqlite.js';
 import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
 
 export interface SqliteQueueOptions {
@@ -20,7 +20,7 @@ export interface SqliteQueueOptions {
 }
 
 export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
-  let committer: GroupCommitter<{ trx: Knex.Transaction; now: number }> | undefined;
+  let committer: GroupCommitter<{ executor: SqliteExecutor; now: number }> | undefined;
   return {
     write: (knex, work) => {
       // One SQLite connection per store runs one transaction at a time: writes that arrive
@@ -30,14 +30,14 @@ export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
           retryBusy(
             // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
             // the lock can never make an expired lease look current.
-            () => knex.transaction((trx) => batch({ trx, now: clock.now() })),
+            () => withImmediateTransaction(knex, (executor) => batch({ executor, now: clock.now() })),
             busyBudgetMs,
           ),
         // Every QueueError a write throws (stale_lease, unknown_job, job_exists...) comes
         // before it changed anything.
         { isRefusal: (err) => err instanceof QueueError },
       );
-      return committer.submit(({ trx, now }) => work(trx, now));
+      return committer.submit(({ executor, now }) => work(executor, now));
     },
     now: async () => clock.now(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),

@@ -5,6 +5,8 @@ import { describe, expect, test } from 'vitest';
 import knexFactory, { type Knex } from 'knex';
 import { join } from 'node:path';
 import { isBusyError, openSqlite } from '../../queue/sqlite.js';
+import { openSqliteQueueStore } from '../../queue/index.js';
+import { newJobInput } from './store.suite.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const BUSY_TIMEOUT_MS = 3_000;
@@ -103,5 +105,22 @@ describe('SQLite transactions', () => {
     await close();
     expect(n, 'both writes applied: 1 by the holder, then 10 on top').toBe(11);
     expect(elapsedMs, 'waited for the holder to commit').toBeGreaterThanOrEqual(250);
+  });
+});
+
+describe("the queue store's write path", () => {
+  test('every write runs inside BEGIN IMMEDIATE ... COMMIT', async () => {
+    const filename = join(tempDir('leasehold-immediate-'), 'queue.sqlite');
+    const store = await openSqliteQueueStore({ filename });
+    try {
+      await store.enqueue(newJobInput({ id: 'a' }));
+      const seen: string[] = [];
+      store.knex.on('query', (q: { sql: string }) => seen.push(q.sql.trim().split(/\s+/).slice(0, 2).join(' ')));
+      const lease = await store.claim('w1', 60_000);
+      await store.finish('a', lease!, null);
+      expect(seen).toEqual(['BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'UPDATE queue_jobs', 'COMMIT', 'BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'COMMIT']);
+    } finally {
+      await store.close();
+    }
   });
 });
