@@ -72,7 +72,7 @@ async function limitVariant(db: string): Promise<CycleVariant> {
 async function openVariants(dir: string): Promise<CycleVariant[]> {
   const specs: [string, () => Promise<CycleVariant>][] = [
     ['limit', () => limitVariant(join(dir, 'profile-limit.sqlite'))],
-    ['store', () => storeVariant(join(dir, 'profile-store.sqlite'), 'store', 'store as shipped (knex, statements prepared once)')],
+    ['store', () => storeVariant(join(dir, 'profile-store.sqlite'), 'store', 'store as shipped (statements prepared once, writes straight on the connection)')],
     ['bare-prep', () => bareVariant(join(dir, 'profile-bare-prep.sqlite'), 'bare-prep', "store's SQL on the bare driver, prepared once", true)],
     ['bare', () => bareVariant(join(dir, 'profile-bare.sqlite'), 'bare', "store's SQL on the bare driver, prepared on every call", false)],
   ];
