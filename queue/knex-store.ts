@@ -14,8 +14,8 @@ import {
   toLease,
 } from './rules.js';
 import type { ListQuery, QueueStore } from './store.js';
-import type { DeadReason, Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
-import { queueMigrations } from './migrations/index.js';
+import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
+import { rowToJob, rowsOf, toJsonText } from './rows.js';
 
 /**
  * What the queue's SQL runs on: a knex handle or transaction, or (on SQLite's write path) a
@@ -318,52 +318,3 @@ async function explainRefusal(
   throw staleLeaseError(id, reason, presented, currentOf(job));
 }
 
-type Row = Record<string, unknown>;
-
-/** knex's raw() returns rows directly on SQLite and a result object on PostgreSQL. */
-export function rowsOf(result: unknown): Row[] {
-  if (Array.isArray(result)) return result as Row[];
-  return ((result as { rows?: Row[] }).rows ?? []) as Row[];
-}
-
-function num(value: unknown): number {
-  return typeof value === 'number' ? value : Number(value);
-}
-
-function numOrNull(value: unknown): number | null {
-  return value === null || value === undefined ? null : num(value);
-}
-
-function toJsonText(value: unknown): string | null {
-  return value === undefined || value === null ? null : JSON.stringify(value);
-}
-
-function fromJsonText(value: unknown): unknown {
-  return value === null || value === undefined ? null : JSON.parse(String(value));
-}
-
-/** The one place a row becomes a Job. */
-export function rowToJob(row: Row): Job {
-  return {
-    id: String(row.id),
-    qty: num(row.qty),
-    payload: fromJsonText(row.payload),
-    status: row.status as JobStatus,
-    owner: (row.owner as string | null) ?? null,
-    token: num(row.token),
-    attempts: num(row.attempts),
-    maxAttempts: num(row.max_attempts),
-    priority: num(row.priority),
-    leaseMs: numOrNull(row.lease_ms),
-    leaseUntil: numOrNull(row.lease_until),
-    deadline: numOrNull(row.deadline),
-    runAt: num(row.run_at),
-    result: fromJsonText(row.result),
-    lastError: (row.last_error as string | null) ?? null,
-    deadReason: (row.dead_reason as DeadReason | null) ?? null,
-    createdAt: num(row.created_at),
-    updatedAt: num(row.updated_at),
-  };
-}
-
-export { queueMigrations };

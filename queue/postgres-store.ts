@@ -3,7 +3,8 @@
 // LOCKED, the database server's clock read inside each transaction, and retries of
 // serialization failures and deadlocks.
 import type { Knex } from 'knex';
-import { KnexQueueStore, rowsOf, type Dialect, type Executor } from './knex-store.js';
+import { KnexQueueStore, type Dialect, type Executor } from './knex-store.js';
+import { rowsOf } from './rows.js';
 import { queueMigrations } from './migrations/index.js';
 import { checkSchemaName, migrateSerialised, openPostgres, parsePostgresUrl, retryPg } from './postgres.js';
 import type { Clock, LateFinishPolicy } from './types.js';
