@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { QueueError, unknownJobError } from './errors.js';
 import {
-  canonicalRequest,
   claimBody,
   enqueueBody,
   failBody,
@@ -13,12 +12,12 @@ import {
   heartbeatBody,
   jobIdParam,
   listQuery,
+  toNewJob,
   verifyBody,
 } from './schemas.js';
 import type { QueueStore } from './store.js';
 import { isBusyError } from './sqlite.js';
 import { isPostgresUnavailable } from './postgres.js';
-import { randomUUID } from 'node:crypto';
 
 export interface QueueAppOptions {
   store: QueueStore;
@@ -38,17 +37,7 @@ export function createQueueApp({ store, logger }: QueueAppOptions): express.Expr
 
   app.post('/jobs', async (req, res) => {
     const body = parse(enqueueBody, req.body, 'body');
-    const { job, created } = await store.enqueue({
-      id: body.id ?? randomUUID(),
-      qty: body.qty,
-      payload: body.payload ?? null,
-      maxAttempts: body.maxAttempts,
-      priority: body.priority,
-      runAt: body.runAt,
-      deadline: body.deadline,
-      deadlineMs: body.deadlineMs,
-      request: canonicalRequest(req.body),
-    });
+    const { job, created } = await store.enqueue(toNewJob(body, req.body));
     logger?.info({ job: job.id, qty: job.qty, created }, created ? 'enqueued' : 'enqueue repeated');
     res.status(created ? 201 : 200).json({ job });
   });

@@ -70,6 +70,18 @@ export class KnexQueueStore implements QueueStore {
     readonly latePolicy: LateFinishPolicy = 'reject',
   ) {}
 
+  /** A store on `knex`, migrated; the handle is destroyed when the migration fails. */
+  static async open(knex: Knex, dialect: Dialect, latePolicy: LateFinishPolicy = 'reject'): Promise<KnexQueueStore> {
+    const store = new KnexQueueStore(knex, dialect, latePolicy);
+    try {
+      await store.migrate();
+    } catch (err) {
+      await knex.destroy();
+      throw err;
+    }
+    return store;
+  }
+
   migrate(): Promise<void> {
     return this.dialect.migrate(this.knex);
   }

@@ -83,12 +83,5 @@ export async function openPostgresQueueStore(options: PostgresQueueOptions): Pro
     ...(options.clock ? { clock: options.clock } : {}),
     retryBudgetMs: options.retryBudgetMs ?? 10_000,
   });
-  const store = new KnexQueueStore(knex, dialect, options.latePolicy ?? 'reject');
-  try {
-    await store.migrate();
-  } catch (err) {
-    await knex.destroy();
-    throw err;
-  }
-  return store;
+  return KnexQueueStore.open(knex, dialect, options.latePolicy ?? 'reject');
 }

@@ -1,6 +1,8 @@
 // One schema per request body, parsed once at the edge. Integers must be safe integers
 // (zod's int), unknown fields are refused so a typo like "leaseMS" is not silently ignored.
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import type { NewJob } from './types.js';
 import { DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS } from './rules.js';
 
 const MAX_LEASE_MS = 7 * 24 * 60 * 60 * 1000;
@@ -60,6 +62,24 @@ export const listQuery = z.strictObject({
     .pipe(z.int({ error: 'limit must be an integer' }).min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000'))
     .default(100),
 });
+
+/**
+ * An enqueue body, already parsed with `enqueueBody`, as the store takes it. `sent` is the body
+ * as it arrived: two enqueues of one id are the same when their canonical forms match.
+ */
+export function toNewJob(body: z.infer<typeof enqueueBody>, sent: unknown): NewJob {
+  return {
+    id: body.id ?? randomUUID(),
+    qty: body.qty,
+    payload: body.payload ?? null,
+    maxAttempts: body.maxAttempts,
+    priority: body.priority,
+    runAt: body.runAt,
+    deadline: body.deadline,
+    deadlineMs: body.deadlineMs,
+    request: canonicalRequest(sent),
+  };
+}
 
 /** The request as sent, with keys in a stable order: two enqueues are "the same" when these match. */
 export function canonicalRequest(body: unknown): string {

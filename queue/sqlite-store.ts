@@ -57,12 +57,5 @@ export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
 export async function openSqliteQueueStore(options: SqliteQueueOptions): Promise<KnexQueueStore> {
   const knex = openSqlite({ filename: options.filename, busyTimeoutMs: options.busyTimeoutMs ?? 5_000 });
   const dialect = sqliteDialect(options.clock ?? systemClock, options.busyBudgetMs ?? 60_000);
-  const store = new KnexQueueStore(knex, dialect, options.latePolicy ?? 'reject');
-  try {
-    await store.migrate();
-  } catch (err) {
-    await knex.destroy();
-    throw err;
-  }
-  return store;
+  return KnexQueueStore.open(knex, dialect, options.latePolicy ?? 'reject');
 }

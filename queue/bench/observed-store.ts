@@ -27,12 +27,5 @@ export async function openObservedSqliteStore(filename: string, clock: Statement
       },
     },
   });
-  const store = new KnexQueueStore(knex, sqliteDialect(systemClock, 60_000));
-  try {
-    await store.migrate();
-  } catch (err) {
-    await knex.destroy();
-    throw err;
-  }
-  return store;
+  return KnexQueueStore.open(knex, sqliteDialect(systemClock, 60_000));
 }

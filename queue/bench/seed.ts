@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { enqueueIn } from '../knex-store.js';
+import { enqueueBody, toNewJob } from '../schemas.js';
 
 const runPrefix = randomBytes(3).toString('hex');
 let nextId = 0;
@@ -20,21 +21,8 @@ export async function topUp(knex: Knex, target: number, label: string): Promise<
     const now = Date.now();
     for (let i = 0; i < missing; i++) {
       const id = `${label}-${runPrefix}-${nextId++}`;
-      await enqueueIn(
-        trx,
-        {
-          id,
-          qty: 1,
-          payload: null,
-          maxAttempts: 5,
-          priority: 0,
-          runAt: undefined,
-          deadline: undefined,
-          deadlineMs: undefined,
-          request: JSON.stringify({ id, qty: 1 }),
-        },
-        now,
-      );
+      const body = { id, qty: 1 };
+      await enqueueIn(trx, toNewJob(enqueueBody.parse(body), body), now);
     }
   });
   return missing;

@@ -6,7 +6,7 @@ import type { Lease } from '../types.js';
 import { LeaseLostError, type LossDuring } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import { estimateLeaseEnd, refusalOf, type Refusal } from './rules.js';
+import { estimateLeaseEnd, refusalOf, refusedEvent, type Refusal } from './rules.js';
 import type { ClaimedLease, QueueApi } from './types.js';
 
 export interface KeeperDeps {
@@ -145,17 +145,7 @@ export class LeaseKeeper {
       (err: unknown) => {
         const refusal = refusalOf(err);
         if (refusal) {
-          this.deps.emit({
-            event: 'refused',
-            op: 'renew',
-            job: id,
-            token,
-            status: refusal.status,
-            code: refusal.code,
-            reason: refusal.reason,
-            ...(refusal.current ? { current: refusal.current } : {}),
-            error: refusal.message,
-          });
+          this.deps.emit(refusedEvent('renew', id, token, refusal));
           throw this.refused(refusal, 'renew');
         }
         this.deps.emit({ event: 'call_failed', op: 'renew', job: id, token, error: err instanceof Error ? err.message : String(err) });

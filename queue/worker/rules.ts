@@ -4,6 +4,7 @@ import { GatewayError } from '../../gateway/errors.js';
 import { QueueError } from '../errors.js';
 import type { CurrentLease, Lease, StaleReason } from '../types.js';
 import type { LossReason } from './errors.js';
+import type { WorkerEventBody } from './events.js';
 
 /** A third of the lease, so two renewals can fail before it runs out; never more often than 10/s. */
 export function heartbeatIntervalMs(leaseMs: number): number {
@@ -61,6 +62,26 @@ export function refusalOf(err: unknown): Refusal | null {
     default:
       return null;
   }
+}
+
+/** The timeline event for a refusal of `op`, with the service's verdict. */
+export function refusedEvent(
+  op: 'renew' | 'send' | 'finish' | 'fail',
+  job: string,
+  token: number,
+  refusal: Refusal,
+): WorkerEventBody {
+  return {
+    event: 'refused',
+    op,
+    job,
+    token,
+    status: refusal.status,
+    code: refusal.code,
+    reason: refusal.reason,
+    ...(refusal.current ? { current: refusal.current } : {}),
+    error: refusal.message,
+  };
 }
 
 /**

@@ -8,7 +8,7 @@ import { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import { errorMessage, finishedEarlierBy, refusalOf } from './rules.js';
+import { errorMessage, finishedEarlierBy, refusalOf, refusedEvent } from './rules.js';
 import type { ClaimedLease, EffectSender, Handler, JobContext, JobOutcome, QueueApi, SendOutcome } from './types.js';
 
 export interface RunLeaseDeps {
@@ -147,17 +147,7 @@ async function settle(
         return deps.queue.get(id);
       }
       if (refusal) {
-        deps.emit({
-          event: 'refused',
-          op,
-          job: id,
-          token,
-          status: refusal.status,
-          code: refusal.code,
-          reason: refusal.reason,
-          ...(refusal.current ? { current: refusal.current } : {}),
-          error: refusal.message,
-        });
+        deps.emit(refusedEvent(op, id, token, refusal));
         return lost(deps, new LeaseLostError({ jobId: id, expected: { owner, token }, during: op, reason: refusal.reason, current: refusal.current }));
       }
       deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });
