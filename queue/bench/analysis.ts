@@ -20,6 +20,8 @@ export interface ColumnResult {
 export interface LatencyResult {
   gatewayP50Ms: Summary | null;
   gatewayP99Ms: Summary | null;
+  bareGatewayP50Ms: Summary | null;
+  bareGatewayP99Ms: Summary | null;
   directP50Ms: Summary | null;
   directP99Ms: Summary | null;
   verifyP50Ms: Summary | null;
@@ -30,6 +32,8 @@ export interface LatencyResult {
   overheadP50Ms: Summary | null;
   ratioP50: Summary | null;
   ratioP99: Summary | null;
+  /** The bare gateway's p50 over the direct call's, per round. */
+  bareRatioP50: Summary | null;
   errors: number;
   firstError?: string;
 }
@@ -65,6 +69,8 @@ const RATIO_BASIS: Record<string, string> = {
   libraryNp: 'limit',
   http1: 'library1',
   httpN: 'libraryN',
+  bareHttp1: 'library1',
+  bareHttpN: 'libraryN',
   e2e: 'limit',
   e2eWorker: 'limit',
   pgLibrary1: 'pgLimit',
@@ -102,19 +108,24 @@ export function analyse(run: RunRecord): Analysis {
   const latency = latencyResult(run);
   const memory = Object.entries(run.peaks).map(([name, peakMiB]) => ({ name, peakMiB, service: SERVICES.has(name) }));
   memory.push({ name: 'benchmark process', peakMiB: run.benchPeakRssMiB, service: false });
-  return { columns, derived: derived(series), latency, memory, goals: goals(columns, latency, memory) };
+  return { columns, derived: derived(series, workersOf(columns)), latency, memory, goals: goals(columns, latency, memory) };
 }
 
-function derived(series: Record<string, Throughput[]>): Derived[] {
+function derived(series: Record<string, Throughput[]>, loops: string): Derived[] {
   const msEach = (id: string) => (series[id] ?? []).map((t) => (t.perSec > 0 ? 1000 / t.perSec : Number.NaN));
   const limit = msEach('limit');
   const lib = msEach('library1');
   const http = msEach('http1');
+  const bare = msEach('bareHttp1');
+  const rate = (id: string) => (series[id] ?? []).map((t) => t.perSec);
   return [
     { name: 'one raw write transaction (the limit)', unit: 'ms', summary: summarize(limit) },
     { name: 'one library cycle, 1 worker (claim + finish)', unit: 'ms', summary: summarize(lib) },
     { name: 'library cycle in raw transactions (2.0 = the two-commit floor)', unit: 'x', summary: summarize(lib.map((v, i) => v / limit[i]!)) },
     { name: 'what HTTP adds per request, 1 worker ((HTTP cycle - library cycle) / 2)', unit: 'ms', summary: summarize(http.map((v, i) => (v - lib[i]!) / 2)) },
+    { name: 'what bare node:http adds per request, 1 worker (same, reference front)', unit: 'ms', summary: summarize(bare.map((v, i) => (v - lib[i]!) / 2)) },
+    { name: 'queue service / bare node:http front, 1 worker (throughput)', unit: 'x', summary: summarize(ratios(rate('http1'), rate('bareHttp1'))) },
+    { name: `queue service / bare node:http front, ${loops} loops (throughput)`, unit: 'x', summary: summarize(ratios(rate('httpN'), rate('bareHttpN'))) },
   ];
 }
 
@@ -124,6 +135,8 @@ function latencyResult(run: RunRecord): LatencyResult {
   return {
     gatewayP50Ms: summarize(lat.map((l) => l.gatewayP50Ms)),
     gatewayP99Ms: summarize(lat.map((l) => l.gatewayP99Ms)),
+    bareGatewayP50Ms: summarize(lat.map((l) => l.bareGatewayP50Ms)),
+    bareGatewayP99Ms: summarize(lat.map((l) => l.bareGatewayP99Ms)),
     directP50Ms: summarize(lat.map((l) => l.directP50Ms)),
     directP99Ms: summarize(lat.map((l) => l.directP99Ms)),
     verifyP50Ms: summarize(lat.map((l) => l.verifyP50Ms)),
@@ -133,6 +146,7 @@ function latencyResult(run: RunRecord): LatencyResult {
     overheadP50Ms: summarize(lat.map((l) => l.gatewayP50Ms - l.directP50Ms)),
     ratioP50: summarize(ratios(lat.map((l) => l.gatewayP50Ms), lat.map((l) => l.directP50Ms))),
     ratioP99: summarize(ratios(lat.map((l) => l.gatewayP99Ms), lat.map((l) => l.directP99Ms))),
+    bareRatioP50: summarize(ratios(lat.map((l) => l.bareGatewayP50Ms), lat.map((l) => l.directP50Ms))),
     errors: lat.reduce((sum, l) => sum + l.errors, 0),
     ...(firstError ? { firstError } : {}),
   };

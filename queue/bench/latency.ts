@@ -2,7 +2,8 @@
 // forward to the receiver) against the same effect posted straight to the receiver, one
 // request at a time, the kinds taking turns so that drift hits all alike. The lease check the
 // gateway makes (POST /jobs/:id/verify on the queue) is timed on its own as well, and so is a
-// bare node:http server: the floor any HTTP hop costs on this machine.
+// bare node:http server: the floor any HTTP hop costs on this machine; and a bare gateway, the
+// same verify-then-forward behind bare node:http, to tell the gateway's own code from the hops.
 import { randomBytes } from 'node:crypto';
 import { exchange } from '../../gateway/http-exchange.js';
 import { GatewayClient } from '../../gateway/client.js';
@@ -12,13 +13,16 @@ import { claimIn, finishIn } from '../knex-store.js';
 import { sqliteDialect } from '../sqlite-store.js';
 import { systemClock, type Lease } from '../types.js';
 import { topUp } from './seed.js';
-import { startEchoServer } from './processes.js';
+import { startBareFront, startEchoServer } from './processes.js';
 import type { System } from './services.js';
 import { percentile } from './stats.js';
 
 export interface LatencySample {
   gatewayP50Ms: number;
   gatewayP99Ms: number;
+  /** The same verify-then-forward behind a bare node:http handler (bare-front.ts). */
+  bareGatewayP50Ms: number;
+  bareGatewayP99Ms: number;
   directP50Ms: number;
   directP99Ms: number;
   verifyP50Ms: number;
@@ -41,6 +45,13 @@ const runPrefix = randomBytes(3).toString('hex');
 
 export async function openLatencyProbe(system: System, samples: number): Promise<LatencyProbe> {
   const echo = await startEchoServer();
+  const bare = await startBareFront('bare gateway', 'gateway', ['--queue', system.queue.url, '--receiver', system.receiver.url]).catch(
+    async (err: unknown) => {
+      await echo.stop();
+      throw err;
+    },
+  );
+  const bareGateway = new GatewayClient(bare.url);
   const echoUrl = new URL('/effects', echo.url);
   const gateway = new GatewayClient(system.gateway.url);
   const queue = new QueueClient(system.queue.url);
@@ -61,6 +72,7 @@ export async function openLatencyProbe(system: System, samples: number): Promise
     if (res.kind !== 'response' || res.status !== 200) throw new Error(`bare node:http: ${JSON.stringify(res).slice(0, 200)}`);
   };
   const viaGateway = (lease: Lease) => gateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
+  const viaBareGateway = (lease: Lease) => bareGateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
 
   /** Leases for this round's sends, claimed in one transaction so setup stays cheap. */
   const claimLeases = async (count: number): Promise<Lease[]> => {
@@ -83,8 +95,10 @@ export async function openLatencyProbe(system: System, samples: number): Promise
     async measure(round) {
       const warmup = warm ? 0 : WARMUP;
       warm = true;
-      const leases = await claimLeases(samples + warmup);
+      // Each round sends through the gateway and through the bare gateway: a lease for each.
+      const leases = await claimLeases(2 * (samples + warmup));
       const viaGw: number[] = [];
+      const viaBare: number[] = [];
       const straight: number[] = [];
       const verified: number[] = [];
       const floors: number[] = [];
@@ -100,11 +114,13 @@ export async function openLatencyProbe(system: System, samples: number): Promise
           firstError ??= err instanceof Error ? err.message : String(err);
         }
       };
-      for (let i = 0; i < leases.length; i++) {
+      for (let i = 0; i < leases.length / 2; i++) {
         const record = i >= warmup;
-        const lease = leases[i]!;
+        const lease = leases[2 * i]!;
+        const other = leases[2 * i + 1]!;
         const kinds = [
           () => timed(viaGw, () => viaGateway(lease), record),
+          () => timed(viaBare, () => viaBareGateway(other), record),
           () => timed(straight, () => direct(`direct-${runPrefix}-${round}-${i}`), record),
           () => timed(verified, () => queue.verify(lease.id, { owner: OWNER, token: lease.token }), record),
           () => timed(floors, floor, record),
@@ -115,6 +131,8 @@ export async function openLatencyProbe(system: System, samples: number): Promise
       return {
         gatewayP50Ms: percentile(viaGw, 50),
         gatewayP99Ms: percentile(viaGw, 99),
+        bareGatewayP50Ms: percentile(viaBare, 50),
+        bareGatewayP99Ms: percentile(viaBare, 99),
         directP50Ms: percentile(straight, 50),
         directP99Ms: percentile(straight, 99),
         verifyP50Ms: percentile(verified, 50),
@@ -128,6 +146,8 @@ export async function openLatencyProbe(system: System, samples: number): Promise
     },
     async close() {
       gateway.close();
+      bareGateway.close();
+      await bare.stop();
       queue.close();
       agent.destroy();
       await echo.stop();

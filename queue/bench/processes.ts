@@ -28,10 +28,19 @@ export interface ChildService {
 }
 
 /** Starts `leasehold <command> --port 0 ...args` and waits for its "listening on" line. */
-export async function startService(name: string, command: string, args: string[], timeoutMs = 20_000): Promise<ChildService> {
-  const child = track(
-    spawn(process.execPath, [CLI_PATH, command, '--port', '0', '--log-level', 'silent', ...args], { stdio: ['ignore', 'pipe', 'pipe'] }),
-  );
+export function startService(name: string, command: string, args: string[], timeoutMs = 20_000): Promise<ChildService> {
+  return startListening(name, `leasehold ${command}`, [CLI_PATH, command, '--port', '0', '--log-level', 'silent', ...args], timeoutMs);
+}
+
+const BARE_FRONT_PATH = fileURLToPath(new URL('./bare-front.js', import.meta.url));
+
+/** Starts a reference server of `bare-front.ts` (`queue` or `gateway`) the same way. */
+export function startBareFront(name: string, kind: 'queue' | 'gateway', args: string[], timeoutMs = 20_000): Promise<ChildService> {
+  return startListening(name, `bare ${kind} front`, [BARE_FRONT_PATH, kind, ...args], timeoutMs);
+}
+
+async function startListening(name: string, what: string, argv: string[], timeoutMs: number): Promise<ChildService> {
+  const child = track(spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
@@ -42,7 +51,7 @@ export async function startService(name: string, command: string, args: string[]
     const fail = (err: Error) => {
       clearTimeout(timer);
       child.kill('SIGKILL');
-      reject(new Error(`${name} (leasehold ${command}) did not start: ${err.message}\n${stderr}`));
+      reject(new Error(`${name} (${what}) did not start: ${err.message}\n${stderr}`));
     };
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();

@@ -65,6 +65,8 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
         ['POST /effects straight to the receiver', range(lat.directP50Ms, 2), range(lat.directP99Ms, 2)],
         ['ratio gateway / direct', range(lat.ratioP50, 2), range(lat.ratioP99, 2)],
         ['gateway minus direct', range(lat.overheadP50Ms, 2), ''],
+        ['reference: the same verify and forward behind bare node:http', range(lat.bareGatewayP50Ms, 2), range(lat.bareGatewayP99Ms, 2)],
+        ['ratio bare gateway / direct', range(lat.bareRatioP50, 2), ''],
         ["the gateway's lease check alone: POST /jobs/:id/verify", range(lat.verifyP50Ms, 2), range(lat.verifyP99Ms, 2)],
         ['floor: a bare node:http server, same client', range(lat.floorP50Ms, 2), range(lat.floorP99Ms, 2)],
       ],

@@ -62,6 +62,16 @@ function columnSpecs(options: BenchOptions): ColumnSpec[] {
     { id: 'libraryNp', label: `queue library, ${n} processes`, open: (r) => openLibraryFleetProbe(join(r.dir, 'libraryNp.sqlite'), n, 'libNp') },
     { id: 'http1', label: 'queue over HTTP, 1 worker', open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1') },
     { id: 'httpN', label: `queue over HTTP, ${n} loops`, open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN') },
+    {
+      id: 'bareHttp1',
+      label: 'reference: the store behind bare node:http, 1 worker',
+      open: (r) => openHttpProbe(join(r.dir, 'bareHttp1.sqlite'), 1, 'bare1', 'bare'),
+    },
+    {
+      id: 'bareHttpN',
+      label: `reference: the store behind bare node:http, ${n} loops`,
+      open: (r) => openHttpProbe(join(r.dir, 'bareHttpN.sqlite'), n, 'bareN', 'bare'),
+    },
     { id: 'e2e', label: `end to end, ${n} worker processes`, open: async (r) => openEndToEndProbe(await r.system(), n, 'e2e') },
     {
       id: 'e2eWorker',
@@ -173,5 +183,5 @@ function progressLine(round: number, of: number, columns: Record<string, Through
   const cols = Object.entries(columns)
     .map(([id, t]) => `${id} ${t.perSec.toFixed(0)}${t.errors ? ` (${t.errors} errors: ${t.firstError})` : ''}`)
     .join(', ');
-  return `round ${round}/${of}: ${cols} per s; send p50 ${lat.gatewayP50Ms.toFixed(2)} ms vs direct ${lat.directP50Ms.toFixed(2)} ms`;
+  return `round ${round}/${of}: ${cols} per s; send p50 ${lat.gatewayP50Ms.toFixed(2)} ms (bare gateway ${lat.bareGatewayP50Ms.toFixed(2)}) vs direct ${lat.directP50Ms.toFixed(2)} ms`;
 }

@@ -8,16 +8,23 @@ import { Fleet } from './fleet.js';
 import type { ThroughputProbe } from './library.js';
 import { runLoops } from './loops.js';
 import { QueueDb, counted } from './measure.js';
-import { peakRssMiB, startService, type ChildService } from './processes.js';
+import { peakRssMiB, startBareFront, startService, type ChildService } from './processes.js';
 
 const LEASE_MS = 30_000;
 
-/** `leasehold queue` as a child process, driven by `loops` concurrent QueueClient loops here. */
-export async function openHttpProbe(db: string, loops: number, label: string): Promise<ThroughputProbe> {
+/**
+ * `leasehold queue` as a child process, driven by `loops` concurrent QueueClient loops here; or,
+ * with `front: 'bare'`, the same store behind a bare node:http handler (bare-front.ts), the
+ * reference for what HTTP itself costs.
+ */
+export async function openHttpProbe(db: string, loops: number, label: string, front: 'service' | 'bare' = 'service'): Promise<ThroughputProbe> {
   const queue = await QueueDb.open(db);
   let service: ChildService;
   try {
-    service = await startService(`queue (${label})`, 'queue', ['--db', db]);
+    service =
+      front === 'service'
+        ? await startService(`queue (${label})`, 'queue', ['--db', db])
+        : await startBareFront(`bare queue front (${label})`, 'queue', ['--db', db]);
   } catch (err) {
     await queue.close();
     throw err;
@@ -37,7 +44,7 @@ export async function openHttpProbe(db: string, loops: number, label: string): P
             return true;
           }),
       ),
-    peaks: () => ({ queue: peakRssMiB(service.pid) }),
+    peaks: (): Record<string, number | null> => (front === 'service' ? { queue: peakRssMiB(service.pid) } : {}),
     close: async () => {
       client.close();
       await service.stop();
