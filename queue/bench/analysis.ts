@@ -69,6 +69,7 @@ const RATIO_BASIS: Record<string, string> = {
   libraryNp: 'limit',
   http1: 'library1',
   httpN: 'libraryN',
+  http1Logged: 'http1',
   bareHttp1: 'library1',
   bareHttpN: 'libraryN',
   e2e: 'limit',

@@ -1,7 +1,7 @@
 // Child processes for the benchmark: the services started through the real CLI, exactly as an
 // operator would, and the peak resident memory the kernel recorded for each (VmHWM).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const CLI_PATH = fileURLToPath(new URL('../cli.js', import.meta.url));
@@ -27,9 +27,19 @@ export interface ChildService {
   stop(): Promise<void>;
 }
 
-/** Starts `leasehold <command> --port 0 ...args` and waits for its "listening on" line. */
-export function startService(name: string, command: string, args: string[], timeoutMs = 20_000): Promise<ChildService> {
-  return startListening(name, `leasehold ${command}`, [CLI_PATH, command, '--port', '0', '--log-level', 'silent', ...args], timeoutMs);
+export interface ServiceLogs {
+  level: string;
+  /** The file the service's stderr (its JSON log lines) goes to, as an operator would keep it. */
+  file: string;
+}
+
+/**
+ * Starts `leasehold <command> --port 0 ...args` and waits for its "listening on" line. Logging
+ * is silenced unless `logs` says where it goes.
+ */
+export function startService(name: string, command: string, args: string[], logs?: ServiceLogs, timeoutMs = 20_000): Promise<ChildService> {
+  const argv = [CLI_PATH, command, '--port', '0', '--log-level', logs?.level ?? 'silent', ...args];
+  return startListening(name, `leasehold ${command}`, argv, timeoutMs, logs?.file);
 }
 
 const BARE_FRONT_PATH = fileURLToPath(new URL('./bare-front.js', import.meta.url));
@@ -39,10 +49,12 @@ export function startBareFront(name: string, kind: 'queue' | 'gateway', args: st
   return startListening(name, `bare ${kind} front`, [BARE_FRONT_PATH, kind, ...args], timeoutMs);
 }
 
-async function startListening(name: string, what: string, argv: string[], timeoutMs: number): Promise<ChildService> {
-  const child = track(spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] }));
+async function startListening(name: string, what: string, argv: string[], timeoutMs: number, stderrFile?: string): Promise<ChildService> {
+  const logFd = stderrFile === undefined ? undefined : openSync(stderrFile, 'a');
+  const child = track(spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', logFd ?? 'pipe'] }));
+  if (logFd !== undefined) closeSync(logFd); // the child holds its own copy
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
+  child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
   const url = await new Promise<string>((resolve, reject) => {
@@ -51,7 +63,8 @@ async function startListening(name: string, what: string, argv: string[], timeou
     const fail = (err: Error) => {
       clearTimeout(timer);
       child.kill('SIGKILL');
-      reject(new Error(`${name} (${what}) did not start: ${err.message}\n${stderr}`));
+      const said = stderrFile === undefined ? stderr : readFileSync(stderrFile, 'utf8').slice(-4_000);
+      reject(new Error(`${name} (${what}) did not start: ${err.message}\n${said}`));
     };
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();

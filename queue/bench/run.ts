@@ -63,6 +63,11 @@ function columnSpecs(options: BenchOptions): ColumnSpec[] {
     { id: 'http1', label: 'queue over HTTP, 1 worker', open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1') },
     { id: 'httpN', label: `queue over HTTP, ${n} loops`, open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN') },
     {
+      id: 'http1Logged',
+      label: 'queue over HTTP, 1 worker, logging at info to a file',
+      open: (r) => openHttpProbe(join(r.dir, 'http1Logged.sqlite'), 1, 'http1log', 'service', { level: 'info', file: join(r.dir, 'queue-info.log') }),
+    },
+    {
       id: 'bareHttp1',
       label: 'reference: the store behind bare node:http, 1 worker',
       open: (r) => openHttpProbe(join(r.dir, 'bareHttp1.sqlite'), 1, 'bare1', 'bare'),

@@ -8,22 +8,28 @@ import { Fleet } from './fleet.js';
 import type { ThroughputProbe } from './library.js';
 import { runLoops } from './loops.js';
 import { QueueDb, counted } from './measure.js';
-import { peakRssMiB, startBareFront, startService, type ChildService } from './processes.js';
+import { peakRssMiB, startBareFront, startService, type ChildService, type ServiceLogs } from './processes.js';
 
 const LEASE_MS = 30_000;
 
 /**
  * `leasehold queue` as a child process, driven by `loops` concurrent QueueClient loops here; or,
  * with `front: 'bare'`, the same store behind a bare node:http handler (bare-front.ts), the
- * reference for what HTTP itself costs.
+ * reference for what HTTP itself costs. `logs`: the service logs at that level to that file.
  */
-export async function openHttpProbe(db: string, loops: number, label: string, front: 'service' | 'bare' = 'service'): Promise<ThroughputProbe> {
+export async function openHttpProbe(
+  db: string,
+  loops: number,
+  label: string,
+  front: 'service' | 'bare' = 'service',
+  logs?: ServiceLogs,
+): Promise<ThroughputProbe> {
   const queue = await QueueDb.open(db);
   let service: ChildService;
   try {
     service =
       front === 'service'
-        ? await startService(`queue (${label})`, 'queue', ['--db', db])
+        ? await startService(`queue (${label})`, 'queue', ['--db', db], logs)
         : await startBareFront(`bare queue front (${label})`, 'queue', ['--db', db]);
   } catch (err) {
     await queue.close();
