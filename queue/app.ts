@@ -16,8 +16,6 @@ import {
   verifyBody,
 } from './schemas.js';
 import type { QueueStore } from './store.js';
-import { isBusyError } from './sqlite.js';
-import { isPostgresUnavailable } from './postgres.js';
 
 export interface QueueAppOptions {
   store: QueueStore;
@@ -144,6 +142,10 @@ function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
   };
 }
 
+/**
+ * The stores already speak QueueError, a busy or unreachable database included; what is left
+ * is body-parser failures (HTTP's own, recognised by their `type`) and the unexpected.
+ */
 function toQueueError(err: unknown): QueueError {
   if (err instanceof QueueError) return err;
   const type = (err as { type?: string } | null)?.type;
@@ -155,18 +157,6 @@ function toQueueError(err: unknown): QueueError {
   }
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return new QueueError('invalid_request', 'The request body must be UTF-8 JSON.');
-  }
-  if (isBusyError(err)) {
-    return new QueueError(
-      'queue_unavailable',
-      'The database stayed locked by other processes for longer than the retry budget. Retry the request.',
-    );
-  }
-  if (isPostgresUnavailable(err)) {
-    return new QueueError(
-      'queue_unavailable',
-      'The PostgreSQL database could not be reached, or kept conflicting for longer than the retry budget. Retry the request.',
-    );
   }
   return new QueueError('internal', 'The queue failed unexpectedly; the error is in its log. Retry the request.');
 }

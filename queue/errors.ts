@@ -19,12 +19,14 @@ export class QueueError extends Error {
   override readonly name = 'QueueError';
   readonly status: number;
 
+  /** `options.cause` keeps the underlying error for logs; it is never part of the JSON body. */
   constructor(
     readonly code: QueueErrorCode,
     message: string,
     readonly details: Record<string, unknown> = {},
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.status = QUEUE_ERROR_STATUS[code];
   }
 

@@ -1,7 +1,8 @@
 // The queue's SQL, on knex. Every fencing check is one conditional UPDATE whose WHERE clause
 // is the precondition and whose returned row is the answer; a refused write is explained by
 // reading the row afterwards. Dialects differ only in how a write transaction begins, where
-// `now` comes from, how a claim picks its row, and whether the quarantine sweep skips locked rows.
+// `now` comes from, how a claim picks its row, whether the quarantine sweep skips locked rows,
+// and which driver errors mean the database is unavailable (made `queue_unavailable` here).
 import type { Knex } from 'knex';
 import { QueueError, staleLeaseError, unknownJobError } from './errors.js';
 import {
@@ -32,6 +33,12 @@ export interface Dialect {
   now(executor: Executor): Promise<number>;
   /** Runs migrations; dialects serialise concurrent starts their own way. */
   migrate(knex: Knex): Promise<void>;
+  /**
+   * The store's answer for a driver error meaning the database stayed busy or unreachable
+   * after `write`'s retries: a `queue_unavailable` QueueError with the driver's error as its
+   * `cause`. Undefined for any other error.
+   */
+  unavailable(err: unknown): QueueError | undefined;
   /**
    * SQL returning the `seq` of the next claimable row; bindings: now, now. Claimable is
    * `pending` with `run_at <= now`, or `leased` with `lease_until <= now` (rule 1). Where
@@ -70,6 +77,19 @@ export class KnexQueueStore implements QueueStore {
     readonly latePolicy: LateFinishPolicy = 'reject',
   ) {}
 
+  /**
+   * Every public method but migrate ends here on failure: callers see only QueueErrors for a
+   * busy or unreachable database. Applied outside `dialect.write`, so its retries and group
+   * commit (which takes QueueErrors for refusals) still see the driver's own errors. Bound
+   * once per store, not per call.
+   */
+  private readonly rethrow = (err: unknown): never => {
+    // A rule's answer passes unchanged, even when its message quotes a caller's text that
+    // reads like a driver error.
+    if (err instanceof QueueError) throw err;
+    throw this.dialect.unavailable(err) ?? err;
+  };
+
   /** A store on `knex`, migrated; the handle is destroyed when the migration fails. */
   static async open(knex: Knex, dialect: Dialect, latePolicy: LateFinishPolicy = 'reject'): Promise<KnexQueueStore> {
     const store = new KnexQueueStore(knex, dialect, latePolicy);
@@ -82,59 +102,76 @@ export class KnexQueueStore implements QueueStore {
     return store;
   }
 
+  /** Reports the driver's own error: whoever starts the store needs its exact cause. */
   migrate(): Promise<void> {
     return this.dialect.migrate(this.knex);
   }
 
   enqueue(input: NewJob): Promise<{ job: Job; created: boolean }> {
-    return this.dialect.write(this.knex, (trx, now) => enqueueIn(trx, input, now));
+    return this.dialect.write(this.knex, (trx, now) => enqueueIn(trx, input, now)).catch(this.rethrow);
   }
 
   claim(owner: string, leaseMs: number): Promise<Lease | null> {
-    return this.dialect.write(this.knex, (trx, now) => claimIn(trx, this.dialect, owner, leaseMs, now));
+    return this.dialect
+      .write(this.knex, (trx, now) => claimIn(trx, this.dialect, owner, leaseMs, now))
+      .catch(this.rethrow);
   }
 
   heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease> {
-    return this.dialect.write(this.knex, async (trx, now) => {
-      const job = await heartbeatIn(trx, this.latePolicy, id, presented, leaseMs, now);
-      return toLease(job);
-    });
+    return this.dialect
+      .write(this.knex, async (trx, now) => {
+        const job = await heartbeatIn(trx, this.latePolicy, id, presented, leaseMs, now);
+        return toLease(job);
+      })
+      .catch(this.rethrow);
   }
 
   finish(id: string, presented: Presented, result: unknown): Promise<Job> {
-    return this.dialect.write(this.knex, (trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now));
+    return this.dialect
+      .write(this.knex, (trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now))
+      .catch(this.rethrow);
   }
 
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job> {
-    return this.dialect.write(this.knex, (trx, now) =>
-      failIn(trx, this.latePolicy, id, presented, error, retryInMs, now),
-    );
+    return this.dialect
+      .write(this.knex, (trx, now) => failIn(trx, this.latePolicy, id, presented, error, retryInMs, now))
+      .catch(this.rethrow);
   }
 
   async verify(id: string, presented: Presented): Promise<Lease> {
-    const now = await this.dialect.now(this.knex);
-    const job = await getIn(this.knex, id);
-    if (!job) throw unknownJobError(id);
-    const reason = staleReason(job, presented, now, this.latePolicy);
-    if (reason) throw staleLeaseError(id, reason, presented, currentOf(job));
-    return toLease(job);
+    try {
+      const now = await this.dialect.now(this.knex);
+      const job = await getIn(this.knex, id);
+      if (!job) throw unknownJobError(id);
+      const reason = staleReason(job, presented, now, this.latePolicy);
+      if (reason) throw staleLeaseError(id, reason, presented, currentOf(job));
+      return toLease(job);
+    } catch (err) {
+      return this.rethrow(err);
+    }
   }
 
   get(id: string): Promise<Job | null> {
-    return getIn(this.knex, id);
+    return getIn(this.knex, id).catch(this.rethrow);
   }
 
   async list(query: ListQuery): Promise<Job[]> {
     const q = this.knex('queue_jobs').select(this.knex.raw(COLUMNS)).orderBy('seq').limit(query.limit);
     if (query.status) q.where('status', query.status);
-    return (await q).map(rowToJob);
+    try {
+      return (await q).map(rowToJob);
+    } catch (err) {
+      return this.rethrow(err);
+    }
   }
 
   async stats(): Promise<Stats> {
-    const rows: { status: JobStatus; n: number | string }[] = await this.knex('queue_jobs')
-      .select('status')
-      .count({ n: '*' })
-      .groupBy('status');
+    let rows: { status: JobStatus; n: number | string }[];
+    try {
+      rows = await this.knex('queue_jobs').select('status').count({ n: '*' }).groupBy('status');
+    } catch (err) {
+      return this.rethrow(err);
+    }
     const stats: Stats = { pending: 0, leased: 0, done: 0, dead: 0 };
     for (const row of rows) stats[row.status] = Number(row.n);
     return stats;

@@ -3,10 +3,18 @@
 // LOCKED, the database server's clock read inside each transaction, and retries of
 // serialization failures and deadlocks.
 import type { Knex } from 'knex';
+import { QueueError } from './errors.js';
 import { KnexQueueStore, type Dialect, type Executor } from './knex-store.js';
 import { rowsOf } from './rows.js';
 import { queueMigrations } from './migrations/index.js';
-import { checkSchemaName, migrateSerialised, openPostgres, parsePostgresUrl, retryPg } from './postgres.js';
+import {
+  checkSchemaName,
+  isPostgresUnavailable,
+  migrateSerialised,
+  openPostgres,
+  parsePostgresUrl,
+  retryPg,
+} from './postgres.js';
 import type { Clock, LateFinishPolicy } from './types.js';
 
 export interface PostgresQueueOptions {
@@ -66,6 +74,15 @@ export function postgresDialect(options: { schema: string | undefined; clock?: C
     write: (knex, work) => retryPg(() => knex.transaction(async (trx) => work(trx, await now(trx))), retryBudgetMs),
     now,
     migrate: (knex: Knex) => migrateSerialised(knex, schema, () => knex.migrate.latest(queueMigrations)),
+    unavailable: (err) =>
+      isPostgresUnavailable(err)
+        ? new QueueError(
+            'queue_unavailable',
+            'The PostgreSQL database could not be reached, or kept conflicting for longer than the retry budget. Retry the request.',
+            {},
+            { cause: err },
+          )
+        : undefined,
     pickSql: PICK_SQL,
     // Concurrent claims each run the quarantine sweep; skipping rows another transaction holds
     // means sweeps never wait on each other nor deadlock (the pick above covers what is skipped).

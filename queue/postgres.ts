@@ -115,7 +115,7 @@ export function isRetryablePgError(err: unknown): boolean {
 /**
  * True when PostgreSQL could not serve the request for now — unreachable, shutting down, out of
  * connections, or still conflicting after the retry budget — so the caller should retry: the
- * services answer 503 for these, not 500.
+ * stores turn these into their 503 errors, not 500s.
  */
 export function isPostgresUnavailable(err: unknown): boolean {
   const code = sqlState(err);

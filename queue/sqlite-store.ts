@@ -6,7 +6,7 @@ import { KnexQueueStore, type Dialect } from './knex-store.js';
 import { QueueError } from './errors.js';
 import { GroupCommitter } from './group-commit.js';
 import { queueMigrations } from './migrations/index.js';
-import { openSqlite, retryBusy, withImmediateTransaction, type SqliteExecutor } from './sqlite.js';
+import { isBusyError, openSqlite, retryBusy, withImmediateTransaction, type SqliteExecutor } from './sqlite.js';
 import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
 
 export interface SqliteQueueOptions {
@@ -34,13 +34,23 @@ export function sqliteDialect(clock: Clock, busyBudgetMs: number): Dialect {
             busyBudgetMs,
           ),
         // Every QueueError a write throws (stale_lease, unknown_job, job_exists...) comes
-        // before it changed anything.
+        // before it changed anything. queue_unavailable is never among them: the store makes
+        // it from the driver's error only after the committer has given up.
         { isRefusal: (err) => err instanceof QueueError },
       );
       return committer.submit(({ executor, now }) => work(executor, now));
     },
     now: async () => clock.now(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),
+    unavailable: (err) =>
+      isBusyError(err)
+        ? new QueueError(
+            'queue_unavailable',
+            'The database stayed locked by other processes for longer than the retry budget. Retry the request.',
+            {},
+            { cause: err },
+          )
+        : undefined,
     // Two index walks, each stopping at its first row, then the better of the two: pending
     // jobs by (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
     pickSql: `SELECT seq FROM (

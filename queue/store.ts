@@ -7,6 +7,11 @@ export interface ListQuery {
   limit: number;
 }
 
+/**
+ * Refusals are QueueErrors, and so is a database that stays busy or unreachable past the
+ * store's retries (`queue_unavailable`, the driver's error as `cause`); `migrate` alone reports
+ * the driver's error itself.
+ */
 export interface QueueStore {
   /** Creates or upgrades the schema. Safe to run from several processes at once. */
   migrate(): Promise<void>;

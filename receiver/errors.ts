@@ -24,9 +24,18 @@ export class ReceiverError extends Error {
   readonly status: number;
   readonly details: Record<string, unknown>;
 
-  /** `status` overrides the table only for `injected_fault`, whose status a test chooses. */
-  constructor(code: ReceiverErrorCode, message: string, details: Record<string, unknown> = {}, status?: number) {
-    super(message);
+  /**
+   * `status` overrides the table only for `injected_fault`, whose status a test chooses.
+   * `options.cause` keeps the underlying error for logs; it is never part of the body.
+   */
+  constructor(
+    code: ReceiverErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    status?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
     this.name = 'ReceiverError';
     this.code = code;
     this.status = code === 'injected_fault' && status !== undefined ? status : STATUS_BY_CODE[code];

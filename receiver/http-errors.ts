@@ -3,12 +3,13 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ReceiverError } from './errors.js';
-import { isBusyError } from '../queue/sqlite.js';
-import { isPostgresUnavailable } from '../queue/postgres.js';
 
 const ONE_MIB = 1024 * 1024;
 
-/** Body-parser failures (they carry a `type`) and SQLite lock exhaustion as ReceiverErrors. */
+/**
+ * Body-parser failures (they carry a `type`) as ReceiverErrors; stores already throw their own
+ * (`busy` for a database that stays locked or unreachable). Undefined for anything else.
+ */
 export function toReceiverError(err: unknown): ReceiverError | undefined {
   if (err instanceof ReceiverError) return err;
   const type = (err as { type?: unknown } | null)?.type;
@@ -30,12 +31,6 @@ export function toReceiverError(err: unknown): ReceiverError | undefined {
     case 'request.aborted':
     case 'request.size.invalid':
       return new ReceiverError('invalid_request', 'The request body ended before its declared length; send it again.');
-  }
-  if (isBusyError(err)) {
-    return new ReceiverError('busy', 'The receiver database stayed locked by another writer; retry the request shortly.');
-  }
-  if (isPostgresUnavailable(err)) {
-    return new ReceiverError('busy', 'The receiver could not reach its PostgreSQL database, or kept conflicting with other writers; retry the request shortly.');
   }
   return undefined;
 }

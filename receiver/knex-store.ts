@@ -1,10 +1,13 @@
 // The knex implementation of EffectStore, opened on SQLite through queue/sqlite.ts. All of the
-// receiver's SQL lives here, and rows are mapped to Effect/JournalEntry objects in one place.
+// receiver's SQL lives here, rows are mapped to Effect/JournalEntry objects in one place, and a
+// database that stays locked or unreachable becomes the receiver's `busy` error here.
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { GroupCommitter } from '../queue/group-commit.js';
-import { openSqlite, retryBusy } from '../queue/sqlite.js';
+import { isPostgresUnavailable } from '../queue/postgres.js';
+import { isBusyError, openSqlite, retryBusy } from '../queue/sqlite.js';
+import { ReceiverError } from './errors.js';
 import { migrateReceiver } from './migrations/index.js';
 import type { Effect, JobState, Outcome } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
@@ -46,6 +49,44 @@ const toJournalEntry = (row: JournalRow): JournalEntry => ({
   at: Number(row.at),
 });
 
+/**
+ * `503 busy` for a driver error meaning the database stayed locked or unreachable after the
+ * retries, with that error as `cause`; undefined for any other error. The knex store runs on
+ * SQLite and on PostgreSQL (openPostgresEffectStore builds on it), so it knows both drivers.
+ */
+function unavailable(err: unknown): ReceiverError | undefined {
+  if (isBusyError(err)) {
+    return new ReceiverError(
+      'busy',
+      'The receiver database stayed locked by another writer; retry the request shortly.',
+      {},
+      undefined,
+      { cause: err },
+    );
+  }
+  if (isPostgresUnavailable(err)) {
+    return new ReceiverError(
+      'busy',
+      'The receiver could not reach its PostgreSQL database, or kept conflicting with other writers; retry the request shortly.',
+      {},
+      undefined,
+      { cause: err },
+    );
+  }
+  return undefined;
+}
+
+/**
+ * Where every method that callers reach outside a transaction's `work` ends on failure. It
+ * runs outside the retry and the group commit, so those still see the driver's own errors.
+ */
+function rethrow(err: unknown): never {
+  // The receiver's own answers (apply_failed...) pass unchanged, even when a message quotes a
+  // caller's text that reads like a driver error.
+  if (err instanceof ReceiverError) throw err;
+  throw unavailable(err) ?? err;
+}
+
 export interface KnexEffectStoreOptions {
   knex: Knex;
   /** Wraps each whole transaction, e.g. to retry it while SQLite reports SQLITE_BUSY. */
@@ -70,7 +111,7 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectSt
     : undefined;
 
   return {
-    transaction: (work) => (committer ? committer.submit(work) : retry(() => knex.transaction(work))),
+    transaction: (work) => (committer ? committer.submit(work) : retry(() => knex.transaction(work))).catch(rethrow),
 
     async readJob(tx, jobId) {
       const row = (await tx<EffectRow>(EFFECTS).where({ job_id: jobId }).first()) as EffectRow | undefined;
@@ -104,24 +145,26 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectSt
     },
 
     async listEffects() {
-      const rows = (await knex<EffectRow>(EFFECTS).orderBy([{ column: 'applied_at' }, { column: 'job_id' }])) as EffectRow[];
+      const rows = (await knex<EffectRow>(EFFECTS)
+        .orderBy([{ column: 'applied_at' }, { column: 'job_id' }])
+        .catch(rethrow)) as EffectRow[];
       return rows.map(toEffect);
     },
 
     async getEffect(jobId) {
-      const row = (await knex<EffectRow>(EFFECTS).where({ job_id: jobId }).first()) as EffectRow | undefined;
+      const row = (await knex<EffectRow>(EFFECTS).where({ job_id: jobId }).first().catch(rethrow)) as EffectRow | undefined;
       return row && toEffect(row);
     },
 
     async totals(): Promise<Totals> {
-      const row = (await knex(EFFECTS).count({ effects: '*' }).sum({ qty: 'qty' }).first()) as
+      const row = (await knex(EFFECTS).count({ effects: '*' }).sum({ qty: 'qty' }).first().catch(rethrow)) as
         | { effects: number | string; qty: number | string | null }
         | undefined;
       return { effects: Number(row?.effects ?? 0), qty: Number(row?.qty ?? 0) };
     },
 
     async journal() {
-      const rows = (await knex<JournalRow>(JOURNAL).orderBy('seq')) as JournalRow[];
+      const rows = (await knex<JournalRow>(JOURNAL).orderBy('seq').catch(rethrow)) as JournalRow[];
       return rows.map(toJournalEntry);
     },
 
@@ -131,7 +174,7 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectSt
           await tx(JOURNAL).delete();
           await tx(EFFECTS).delete();
         }),
-      );
+      ).catch(rethrow);
     },
 
     close: () => knex.destroy(),

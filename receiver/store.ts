@@ -23,6 +23,9 @@ export interface Totals {
 /**
  * Storage for effects and the journal. Write operations take the transaction handle `Tx`
  * that `transaction()` hands out, so the read, the decision and the writes share it.
+ * A database that stays locked or unreachable past the store's retries is `ReceiverError('busy')`
+ * from `transaction()` and the reads; the `tx` methods let the driver's errors through, so that
+ * `transaction()` can tell which ones to retry.
  */
 export interface EffectStore<Tx = unknown> {
   /**
