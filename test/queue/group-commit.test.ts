@@ -39,6 +39,30 @@ describe('group commit', () => {
     expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: 40, dead: 0 });
   });
 
+  test('worker loops that write again as soon as they are answered keep sharing one commit', async () => {
+    // Each loop's next write comes back some promise steps after the commit that answered
+    // its last one, a different number for a claim than for a finish. The committer waits
+    // for all of them, so the loops do not fall into alternating batches of one and three.
+    const { store, commits } = await setup();
+    const loops = 4;
+    const cycles = 25;
+    for (let i = 0; i < loops * cycles; i++) await store.enqueue(newJobInput({ id: `l-${i}` }));
+    const before = commits();
+    await Promise.all(
+      Array.from({ length: loops }, async (_, loop) => {
+        for (let c = 0; c < cycles; c++) {
+          const lease = (await store.claim(`loop-${loop}`, 60_000))!;
+          await store.finish(lease.id, lease, null);
+        }
+      }),
+    );
+    const writes = 2 * loops * cycles;
+    const perWrite = (commits() - before) / writes;
+    // One commit for every four writes; batches of one and three would be one for every two.
+    expect(perWrite, `commits per write over ${writes} writes from ${loops} loops`).toBeLessThanOrEqual(0.3);
+    expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: loops * cycles, dead: 0 });
+  });
+
   test('a refused write in a batch gets its own 409 and does not undo the others', async () => {
     const { store } = await setup();
     await store.enqueue(newJobInput({ id: 'a' }));
