@@ -2,12 +2,13 @@
 // physical limit of their storage, measured side by side on this machine in the same run.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { analyse } from './analysis.js';
 import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags, type BenchOptions } from './options.js';
 import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
-import { killAll } from './processes.js';
+import { killAll, profileChildrenInto } from './processes.js';
 import { makeRunDir, runBench } from './run.js';
 
 function count(value: string): number {
@@ -42,6 +43,10 @@ const program = new Command('npm run bench --')
   .addOption(
     new Option('--profile-rounds <n>', `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`).argParser(count),
   )
+  .option(
+    '--cpu-prof-dir <dir>',
+    'write a V8 CPU profile of every service and reference front into <dir>; summarise with `node dist/queue/bench/cpu-profiles.js <dir>`',
+  )
   .addHelpText(
     'after',
     [
@@ -52,7 +57,7 @@ const program = new Command('npm run bench --')
       'claim, send through the gateway and finish: the benchmark\'s own minimal worker, then `leasehold worker`).',
       'tx/job counts durable commits from the SQLite file change counter. Each claim + finish costs two write',
       'transactions, so 0.5 of the limit is the one-transaction-per-step ceiling. The breakdown after the tables',
-      'times every statement of one library cycle inside the driver. See queue/bench/README-section.md.',
+      'times every statement of one library cycle inside the driver. The README\'s Benchmarks section explains each.',
     ].join('\n'),
   );
 
@@ -67,6 +72,7 @@ function optionsOrExit(): BenchOptions {
   }
 }
 const options = optionsOrExit();
+if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);
 process.on('exit', killAll);

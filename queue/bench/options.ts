@@ -22,6 +22,7 @@ export interface BenchFlags {
   profile?: boolean;
   profileOnly?: boolean;
   profileRounds?: number;
+  cpuProfDir?: string;
 }
 
 export interface BenchOptions {

@@ -1,7 +1,7 @@
 // Child processes for the benchmark: the services started through the real CLI, exactly as an
 // operator would, and the peak resident memory the kernel recorded for each (VmHWM).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const CLI_PATH = fileURLToPath(new URL('../cli.js', import.meta.url));
@@ -49,9 +49,18 @@ export function startBareFront(name: string, kind: 'queue' | 'gateway', args: st
   return startListening(name, `bare ${kind} front`, [BARE_FRONT_PATH, kind, ...args], timeoutMs);
 }
 
+/** Node flags for the services and reference fronts: empty, or a CPU profile each. */
+let childNodeFlags: string[] = [];
+
+/** From now on, every service and reference front writes a V8 CPU profile into `dir` when it stops. */
+export function profileChildrenInto(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  childNodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
 async function startListening(name: string, what: string, argv: string[], timeoutMs: number, stderrFile?: string): Promise<ChildService> {
   const logFd = stderrFile === undefined ? undefined : openSync(stderrFile, 'a');
-  const child = track(spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', logFd ?? 'pipe'] }));
+  const child = track(spawn(process.execPath, [...childNodeFlags, ...argv], { stdio: ['ignore', 'pipe', logFd ?? 'pipe'] }));
   if (logFd !== undefined) closeSync(logFd); // the child holds its own copy
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
