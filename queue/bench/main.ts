@@ -9,7 +9,7 @@ import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
 import { killAll, profileChildrenInto } from './processes.js';
-import { makeRunDir, runBench } from './run.js';
+import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
 
 function count(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number.');
@@ -81,7 +81,15 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     progress(`${signal}: stopping; databases ${options.keep ? 'kept' : 'removed'} (${dir})`);
     killAll();
     if (!options.keep) rmSync(dir, { recursive: true, force: true });
-    process.exit(code);
+    // PostgreSQL schemas are dropped too, within a few seconds; a second signal exits at once.
+    process.once(signal, () => process.exit(code));
+    const giveUp = setTimeout(() => process.exit(code), 10_000);
+    cleanUpInterruptedRun()
+      .catch((err: unknown) => progress(`could not drop the PostgreSQL schemas: ${(err as Error).message}`))
+      .finally(() => {
+        clearTimeout(giveUp);
+        process.exit(code);
+      });
   });
 }
 progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`);

@@ -72,7 +72,7 @@ async function startListening(name: string, what: string, argv: string[], timeou
     const fail = (err: Error) => {
       clearTimeout(timer);
       child.kill('SIGKILL');
-      const said = stderrFile === undefined ? stderr : readFileSync(stderrFile, 'utf8').slice(-4_000);
+      const said = stderrFile === undefined ? stderr : tailOf(stderrFile);
       reject(new Error(`${name} (${what}) did not start: ${err.message}\n${said}`));
     };
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -88,6 +88,15 @@ async function startListening(name: string, what: string, argv: string[], timeou
   });
   child.stdout!.resume();
   return { name, url, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+/** The end of a log file, or nothing when it is gone (an interrupted run removes its folder). */
+function tailOf(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').slice(-4_000);
+  } catch {
+    return '';
+  }
 }
 
 /** A bare node:http server that answers every request with a small JSON body: the floor of an HTTP hop. */

@@ -107,11 +107,22 @@ function once<T>(make: () => Promise<T>, onMade: (value: T) => void): () => Prom
   return () => (made ??= make().then((value) => (onMade(value), value)));
 }
 
+/** What an interrupted run must still undo outside its folder: the PostgreSQL schemas it made. */
+let undoOnInterrupt: (() => Promise<void>) | null = null;
+
+/** For a SIGINT/SIGTERM handler, once the child processes are gone: drops the run's schemas, if any. */
+export function cleanUpInterruptedRun(): Promise<void> {
+  return undoOnInterrupt?.() ?? Promise.resolve();
+}
+
 export async function runBench(options: BenchOptions, dir: string, progress: (line: string) => void): Promise<RunRecord> {
   const started = Date.now();
   const closers: (() => Promise<void> | void)[] = [];
   const schemas = options.postgres ? new PostgresSchemas(options.postgres) : null;
-  if (schemas && !options.keep) closers.push(() => schemas.dropAll());
+  if (schemas && !options.keep) {
+    closers.push(() => schemas.dropAll());
+    undoOnInterrupt = () => schemas.dropAll();
+  }
   const resources: Resources = {
     dir,
     system: once(() => System.start(dir), (s) => closers.push(() => s.stop())),
@@ -164,6 +175,7 @@ export async function runBench(options: BenchOptions, dir: string, progress: (li
     };
   } finally {
     for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+    undoOnInterrupt = null;
   }
 }
 
