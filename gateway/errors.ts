@@ -9,6 +9,8 @@ export const GATEWAY_ERROR_STATUS = {
   fenced: 409,
   payload_too_large: 413,
   conflict: 422,
+  /** The send's qty is not the job's; refused before anything is forwarded. */
+  qty_mismatch: 422,
   internal: 500,
   /** Reset, refused or 5xx from the receiver; 504 instead when the last attempt timed out. */
   upstream_unavailable: 502,

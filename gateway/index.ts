@@ -5,6 +5,7 @@ export {
   classifyAttempt,
   describeUpstreamFailure,
   failureOf,
+  qtyMismatchOf,
   shouldRetry,
   upstreamStatus,
   type AttemptClass,

@@ -1,6 +1,8 @@
-// The gateway's forwarding rules as pure functions: what an attempt's result means, how long
-// to wait before the next one, whether the retry budget allows it, and how to say what went
-// wrong. No I/O and no clock: `now` and `random` are passed in.
+// The gateway's forwarding rules as pure functions: whether a verified lease may carry the send,
+// what an attempt's result means, how long to wait before the next one, whether the retry budget
+// allows it, and how to say what went wrong. No I/O and no clock: `now` and `random` are passed in.
+import type { Lease } from '../queue/types.js';
+import { GatewayError } from './errors.js';
 import type { Exchange } from './http-exchange.js';
 
 export interface RetryPolicy {
@@ -12,6 +14,21 @@ export interface RetryPolicy {
   receiverTimeoutMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
+}
+
+/**
+ * The refusal of a send whose qty is not the job's, or undefined when they agree. The job's qty
+ * is the effect the queue knows for it, so another qty is a worker's bug or a stale copy of the
+ * job. Left to the receiver, the first such send would be applied: it can only compare a qty
+ * with an effect it has already recorded.
+ */
+export function qtyMismatchOf(send: { jobId: string; qty: number }, lease: Pick<Lease, 'qty'>): GatewayError | undefined {
+  if (send.qty === lease.qty) return undefined;
+  return new GatewayError(
+    'qty_mismatch',
+    `The send's qty (${send.qty}) is not job "${send.jobId}"'s qty (${lease.qty}); nothing was forwarded. Send the job's qty.`,
+    { jobId: send.jobId, qty: send.qty, jobQty: lease.qty },
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
-// One send: verify the lease with the queue, forward the effect stamped with the verified token,
-// and retry downstream failures — each retry only after the lease verifies again, so a lease
-// that ends mid-retry stops the forwarding. The decisions themselves live in rules.ts.
+// One send: verify the lease with the queue, refuse a qty that is not the job's, forward the
+// effect stamped with the verified token, and retry downstream failures — each retry only after
+// the lease verifies again, so a lease that ends mid-retry stops the forwarding. The decisions
+// themselves live in rules.ts.
 import type { Logger } from 'pino';
 import { QueueError } from '../queue/errors.js';
 import type { Lease } from '../queue/types.js';
@@ -15,6 +16,7 @@ import {
   describeUpstreamFailure,
   failureOf,
   outcomeOf,
+  qtyMismatchOf,
   shouldRetry,
   upstreamStatus,
   type AttemptFailure,
@@ -54,12 +56,18 @@ export type Send = (request: SendRequest, signal: AbortSignal) => Promise<SendRe
 export function createSend({ queue, forwarder, options, logger }: SendDependencies): Send {
   const { retry, clock, random } = options;
 
+  // Every verified lease is checked against the send's qty before it is forwarded under. A job's
+  // qty never changes, so only the first verify can refuse, before anything was forwarded.
   const verify = async (request: SendRequest, failures: readonly AttemptFailure[]): Promise<Lease> => {
+    let lease: Lease;
     try {
-      return await queue.verify(request.jobId, { owner: request.owner, token: request.token });
+      lease = await queue.verify(request.jobId, { owner: request.owner, token: request.token });
     } catch (err) {
       throw verifyError(err, failures, options.queueUrl);
     }
+    const mismatch = qtyMismatchOf(request, lease);
+    if (mismatch) throw mismatch;
+    return lease;
   };
 
   return async (request, signal) => {

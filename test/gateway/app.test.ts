@@ -2,6 +2,7 @@
 // forwarded, what is refused before anything reaches the receiver, and what comes back.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import request from 'supertest';
 import { describe, expect, test } from 'vitest';
 import { signatureHeader } from '../../receiver/signature.js';
@@ -32,14 +33,16 @@ describe('gateway: forwarding a current lease', () => {
     expect((await receiver.journal()).map((e) => e.outcome)).toEqual(['applied', 'duplicate']);
   });
 
-  test('a different qty for an applied job is 422 conflict, passed through with the recorded effect', async () => {
+  test('422 conflict from the receiver is passed through with the recorded effect', async () => {
     const { app, receiver, leased } = await setup();
     const lease = await leased('job-1', 5);
-    await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
-    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 6 });
+    // Another path to the receiver already recorded another qty for this job under the same token.
+    const direct = await request(receiver.url).post('/effects').set('Fencing-Token', String(lease.token)).send({ jobId: 'job-1', qty: 6 });
+    expect(direct.status).toBe(201);
+    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
     expectError(res, 422, 'conflict');
-    expect(res.body.error).toMatchObject({ jobId: 'job-1', qty: 6, effect: { qty: 5, token: 1 } });
-    expect(await receiver.totals()).toEqual({ effects: 1, qty: 5 });
+    expect(res.body.error).toMatchObject({ jobId: 'job-1', qty: 5, effect: { qty: 6, token: 1 } });
+    expect(await receiver.totals()).toEqual({ effects: 1, qty: 6 });
   });
 
   test('409 fenced from the receiver is passed through with highestToken', async () => {
@@ -100,6 +103,61 @@ describe('gateway: refusing before anything is forwarded', () => {
       current: { owner: 'w1', token: lease.token },
     });
     expect(await receiver.journal()).toEqual([]);
+  });
+
+  test("a qty other than the job's is 422 qty_mismatch; the receiver never sees it, and the job's qty then goes through", async () => {
+    const { app, receiver, leased } = await setup();
+    const lease = await leased('job-1', 3);
+    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
+    expectError(res, 422, 'qty_mismatch');
+    expect(res.body.error).toEqual({
+      code: 'qty_mismatch',
+      message: `The send's qty (5) is not job "job-1"'s qty (3); nothing was forwarded. Send the job's qty.`,
+      jobId: 'job-1',
+      qty: 5,
+      jobQty: 3,
+    });
+    expect((await request(receiver.url).get('/effects/job-1')).status).toBe(404);
+    expect(await receiver.journal()).toEqual([]);
+
+    const ok = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 3 });
+    expect({ status: ok.status, body: ok.body }).toMatchObject({
+      status: 200,
+      body: { outcome: 'applied', effect: { jobId: 'job-1', qty: 3, token: lease.token } },
+    });
+    expect(await receiver.totals()).toEqual({ effects: 1, qty: 3 });
+  });
+
+  test('once the effect is applied, a resend with another qty is 422 qty_mismatch from the gateway, not a conflict', async () => {
+    const { app, receiver, leased } = await setup();
+    const lease = await leased('job-1', 5);
+    expect((await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 })).body.outcome).toBe('applied');
+    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 6 });
+    expectError(res, 422, 'qty_mismatch');
+    expect(res.body.error).toMatchObject({ jobId: 'job-1', qty: 6, jobQty: 5 });
+    expect((await receiver.journal()).map((e) => e.outcome)).toEqual(['applied']);
+  });
+
+  test('a stale lease with the wrong qty is 409 stale_lease: the lease is judged before the qty', async () => {
+    const { app, receiver, leased, clock } = await setup();
+    const lease = await leased('job-1', 5, 'w1', 1_000);
+    clock.advance(1_000);
+    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 6 });
+    expectError(res, 409, 'stale_lease');
+    expect(res.body.error.reason).toBe('lease_expired');
+    expect(await receiver.journal()).toEqual([]);
+  });
+
+  test('a qty_mismatch is logged as a refusal, with no attempts', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const { app, leased } = await setup({ gateway: { logger } });
+    const lease = await leased('job-1', 3);
+    expectError(await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 }), 422, 'qty_mismatch');
+    const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(entries.filter((e) => e.msg === 'refused')).toEqual([
+      expect.objectContaining({ level: 30, jobId: 'job-1', owner: 'w1', token: lease.token, outcome: 'qty_mismatch', status: 422, attempts: 0 }),
+    ]);
   });
 
   test('an unknown job is 404 unknown_job', async () => {

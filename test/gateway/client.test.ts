@@ -55,6 +55,17 @@ describe('GatewayClient', () => {
     expect({ code: unknown.code, status: unknown.status }).toEqual({ code: 'unknown_job', status: 404 });
   });
 
+  test("a qty other than the job's is a GatewayError qty_mismatch, 422, and nothing reaches the receiver", async () => {
+    const { client, leased, receiver } = await clientSetup();
+    const lease = await leased('job-1', 4);
+    const err = await rejection(client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 7 }));
+    expect(err).toBeInstanceOf(GatewayError);
+    const { code, status, details } = err as GatewayError;
+    expect({ code, status, details }).toEqual({ code: 'qty_mismatch', status: 422, details: { jobId: 'job-1', qty: 7, jobQty: 4 } });
+    expect((err as GatewayError).message).toContain("Send the job's qty");
+    expect(await receiver.journal()).toEqual([]);
+  });
+
   test('502 and 504 keep their status', async () => {
     const { client, leased, receiver } = await clientSetup({ receiverTimeoutMs: 400, retryAttempts: 2 });
     const lease = await leased('job-1', 4);

@@ -1,5 +1,6 @@
 // The gateway's pure forwarding rules: no I/O, no clock — `now` and `random` are arguments.
 import { describe, expect, test } from 'vitest';
+import { GatewayError } from '../../gateway/errors.js';
 import type { Exchange } from '../../gateway/http-exchange.js';
 import {
   attemptTimeoutMs,
@@ -7,6 +8,7 @@ import {
   classifyAttempt,
   describeUpstreamFailure,
   failureOf,
+  qtyMismatchOf,
   shouldRetry,
   upstreamStatus,
   type AttemptFailure,
@@ -16,6 +18,24 @@ import {
 const policy: RetryPolicy = { attempts: 3, budgetMs: 10_000, receiverTimeoutMs: 2_000, backoffBaseMs: 100, backoffMaxMs: 2_000 };
 const response = (status: number, body: unknown): Exchange => ({ kind: 'response', status, headers: {}, body });
 const effect = { jobId: 'j', qty: 1, token: 1, appliedAt: 0 };
+
+describe('qtyMismatchOf', () => {
+  test("the job's qty passes", () => {
+    expect(qtyMismatchOf({ jobId: 'j-1', qty: 3 }, { qty: 3 })).toBeUndefined();
+  });
+
+  test("another qty is 422 qty_mismatch, with the qty sent and the job's", () => {
+    const refusal = qtyMismatchOf({ jobId: 'j-1', qty: 5 }, { qty: 3 });
+    expect(refusal).toBeInstanceOf(GatewayError);
+    const { code, status, message, details } = refusal!;
+    expect({ code, status, message, details }).toEqual({
+      code: 'qty_mismatch',
+      status: 422,
+      message: `The send's qty (5) is not job "j-1"'s qty (3); nothing was forwarded. Send the job's qty.`,
+      details: { jobId: 'j-1', qty: 5, jobQty: 3 },
+    });
+  });
+});
 
 describe('classifyAttempt', () => {
   test.each<[string, Exchange, string]>([

@@ -3,6 +3,7 @@
 // is a loss, a throwing handler fails the job.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
+import { GatewayError } from '../../gateway/errors.js';
 import { QueueError } from '../../queue/errors.js';
 import { LeaseLostError, type JobContext, type QueueApi } from '../../queue/worker/index.js';
 import { eventually, setup, timeline } from './setup.js';
@@ -244,6 +245,32 @@ describe('a handler that throws', () => {
     expect(job).toMatchObject({ status: 'pending', lastError: 'printer on fire', attempts: 1, owner: 'w1', token: 1 });
     expect(job.runAt).toBeGreaterThan(before);
     expect(timeline(events, 'broken')).toEqual(['claimed', 'failed']);
+  });
+
+  test("a send of a qty other than the job's: GatewayError qty_mismatch, not a lost lease; uncaught, it fails the job", async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'wrong-qty', qty: 3 });
+    const { worker, events } = s.worker();
+    let thrown: unknown;
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      try {
+        await ctx.send(ctx.lease.qty + 2);
+      } catch (err) {
+        thrown = err;
+        throw err;
+      }
+    });
+
+    expect(thrown).toBeInstanceOf(GatewayError);
+    expect(thrown).toMatchObject({ code: 'qty_mismatch', status: 422, details: { jobId: 'wrong-qty', qty: 5, jobQty: 3 } });
+    const message = (thrown as GatewayError).message;
+    expect(outcome).toMatchObject({ status: 'failed', error: message, job: { status: 'pending', lastError: message } });
+    expect(timeline(events, 'wrong-qty')).toEqual(['claimed', 'refused:send', 'failed']);
+    const refused = events.find((e) => e.event === 'refused');
+    expect(refused).toMatchObject({ op: 'send', status: 422, code: 'qty_mismatch' });
+    expect(refused).not.toHaveProperty('reason');
+    expect(await s.receiver.journal()).toEqual([]);
   });
 
   test('on its last attempt the job is dead', async () => {

@@ -50,6 +50,7 @@ describe('refusalOf', () => {
   test('anything that is not a verdict on the lease is not a refusal', () => {
     expect(refusalOf(new QueueError('queue_unavailable', 'down'))).toBeNull();
     expect(refusalOf(new GatewayError('conflict', 'other qty'))).toBeNull();
+    expect(refusalOf(new GatewayError('qty_mismatch', "not the job's qty", { jobId: 'j', qty: 5, jobQty: 3 }))).toBeNull();
     expect(refusalOf(new GatewayError('upstream_unavailable', 'down'))).toBeNull();
     expect(refusalOf(new Error('boom'))).toBeNull();
   });
