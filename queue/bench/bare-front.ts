@@ -39,6 +39,7 @@ function gatewayFront(queue: QueueClient, receiverUrl: URL): Handler {
     }
     const send = body as { jobId: string; owner: string; token: number; qty: number };
     const lease = await queue.verify(send.jobId, { owner: send.owner, token: send.token });
+    if (lease.qty !== send.qty) return { status: 422, body: { error: { code: 'qty_mismatch', message: 'qty is not the job qty.' } } };
     const result = await forwarder.forward({ jobId: send.jobId, qty: send.qty }, lease.token, 10_000);
     if (result.kind !== 'response') throw new Error(`the receiver did not answer: ${result.kind}`);
     return { status: result.status === 201 ? 200 : result.status, body: result.body };
