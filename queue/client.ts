@@ -1,8 +1,9 @@
 // A typed client for the queue's HTTP API. Error responses come back as the same QueueError
-// (same `code`, same details) the service threw; an unreachable queue is `queue_unavailable`.
+// (same `code`, same details) the service threw; an unreachable queue is `queue_unavailable`;
+// a call whose signal aborts rejects with the signal's reason.
 import type http from 'node:http';
 import { QUEUE_ERROR_STATUS, QueueError, type QueueErrorCode } from './errors.js';
-import { keepAliveAgent, requestJson, type JsonResponse } from './http-json.js';
+import { HttpAbortError, HttpTimeoutError, keepAliveAgent, requestJson, type JsonResponse } from './http-json.js';
 import type { Job, JobStatus, Lease, Stats } from './types.js';
 
 export interface EnqueueInput {
@@ -17,10 +18,25 @@ export interface EnqueueInput {
 }
 
 export interface QueueClientOptions {
-  /** Per-request timeout. */
+  /** Per-request timeout (default 10 s); a call's own `timeoutMs` overrides it. */
   timeoutMs?: number;
   agent?: http.Agent;
 }
+
+/**
+ * The last, optional argument of every QueueClient method. Aborting `signal` rejects the call
+ * at once with `signal.reason` — never a QueueError: giving up is the caller's decision, not
+ * the queue's failure — and drops its connection; a signal already aborted sends nothing. A
+ * write whose request had already reached the queue may still be applied (see each method).
+ * `timeoutMs` replaces the client's timeout for this call; running out is `queue_unavailable`.
+ */
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+}
+
+/** setTimeout fires at once for anything above this, so a larger timeout would be no timeout at all. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export class QueueClient {
   readonly baseUrl: URL;
@@ -32,57 +48,79 @@ export class QueueClient {
     this.baseUrl = new URL(baseUrl);
     this.agent = options.agent ?? keepAliveAgent();
     this.ownsAgent = options.agent === undefined;
-    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.timeoutMs = checkedTimeout(options.timeoutMs ?? 10_000);
   }
 
-  async enqueue(input: EnqueueInput): Promise<{ job: Job; created: boolean }> {
-    const res = await this.call('POST', '/jobs', input);
+  /**
+   * An aborted enqueue may have created the job. With an `id`, the same body again is safe (it
+   * answers `created: false` if the first landed); without one, a repeat makes a second job.
+   */
+  async enqueue(input: EnqueueInput, options?: CallOptions): Promise<{ job: Job; created: boolean }> {
+    const res = await this.call('POST', '/jobs', input, options);
     return { job: (res.body as { job: Job }).job, created: res.status === 201 };
   }
 
-  /** The next lease for `owner`, or null when nothing is claimable. */
-  async claim(owner: string, leaseMs?: number): Promise<Lease | null> {
-    const res = await this.call('POST', '/claims', leaseMs === undefined ? { owner } : { owner, leaseMs });
+  /**
+   * The next lease for `owner`, or null when nothing is claimable. An aborted claim may still
+   * have been made: the job is then leased under a token nobody received, and the lease simply
+   * expires (rule 2) — the job is claimable again once it ends, with one attempt spent (rule 5).
+   */
+  async claim(owner: string, leaseMs?: number, options?: CallOptions): Promise<Lease | null> {
+    const res = await this.call('POST', '/claims', leaseMs === undefined ? { owner } : { owner, leaseMs }, options);
     return res.status === 204 ? null : (res.body as { lease: Lease }).lease;
   }
 
-  async heartbeat(id: string, input: { owner: string; token: number; leaseMs?: number }): Promise<Lease> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/heartbeat`, input)).body as { lease: Lease }).lease;
+  /** An aborted heartbeat may or may not have moved `leaseUntil`; owner and token are the same either way. */
+  async heartbeat(id: string, input: { owner: string; token: number; leaseMs?: number }, options?: CallOptions): Promise<Lease> {
+    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/heartbeat`, input, options)).body as { lease: Lease }).lease;
   }
 
-  async finish(id: string, input: { owner: string; token: number; result?: unknown }): Promise<Job> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/finish`, input)).body as { job: Job }).job;
+  /**
+   * An aborted finish may still have been applied. Repeating it is safe, being fenced by the
+   * token: if the first did not land, the repeat is answered as it would have been; if it did,
+   * the repeat is `stale_lease` (`not_leased`) whose `current` shows the job `done` under the
+   * same owner and token.
+   */
+  async finish(id: string, input: { owner: string; token: number; result?: unknown }, options?: CallOptions): Promise<Job> {
+    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/finish`, input, options)).body as { job: Job }).job;
   }
 
-  async fail(id: string, input: { owner: string; token: number; error: string; retryInMs?: number }): Promise<Job> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/fail`, input)).body as { job: Job }).job;
+  /** Like finish: an aborted fail may have been applied, and a repeat of one that was is refused as `stale_lease`. */
+  async fail(
+    id: string,
+    input: { owner: string; token: number; error: string; retryInMs?: number },
+    options?: CallOptions,
+  ): Promise<Job> {
+    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/fail`, input, options)).body as { job: Job }).job;
   }
 
-  async verify(id: string, input: { owner: string; token: number }): Promise<Lease> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/verify`, input)).body as { lease: Lease }).lease;
+  async verify(id: string, input: { owner: string; token: number }, options?: CallOptions): Promise<Lease> {
+    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/verify`, input, options)).body as { lease: Lease }).lease;
   }
 
-  async get(id: string): Promise<Job> {
-    return ((await this.call('GET', `/jobs/${encodeURIComponent(id)}`)).body as { job: Job }).job;
+  async get(id: string, options?: CallOptions): Promise<Job> {
+    return ((await this.call('GET', `/jobs/${encodeURIComponent(id)}`, undefined, options)).body as { job: Job }).job;
   }
 
-  async list(query: { status?: JobStatus; limit?: number } = {}): Promise<Job[]> {
+  async list(query: { status?: JobStatus; limit?: number } = {}, options?: CallOptions): Promise<Job[]> {
     const params = new URLSearchParams();
     if (query.status) params.set('status', query.status);
     if (query.limit !== undefined) params.set('limit', String(query.limit));
     const qs = params.size > 0 ? `?${params}` : '';
-    return ((await this.call('GET', `/jobs${qs}`)).body as { jobs: Job[] }).jobs;
+    return ((await this.call('GET', `/jobs${qs}`, undefined, options)).body as { jobs: Job[] }).jobs;
   }
 
-  async stats(): Promise<Stats> {
-    return (await this.call('GET', '/stats')).body as Stats;
+  async stats(options?: CallOptions): Promise<Stats> {
+    return (await this.call('GET', '/stats', undefined, options)).body as Stats;
   }
 
-  async healthy(): Promise<boolean> {
+  /** False when the queue does not answer 200; an aborted call still rejects with the signal's reason. */
+  async healthy(options?: CallOptions): Promise<boolean> {
     try {
-      return (await this.call('GET', '/healthz')).status === 200;
-    } catch {
-      return false;
+      return (await this.call('GET', '/healthz', undefined, options)).status === 200;
+    } catch (err) {
+      if (err instanceof QueueError) return false;
+      throw err;
     }
   }
 
@@ -90,28 +128,41 @@ export class QueueClient {
     if (this.ownsAgent) this.agent.destroy();
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonResponse> {
+  private async call(method: 'GET' | 'POST', path: string, body?: unknown, options: CallOptions = {}): Promise<JsonResponse> {
     // Serialised before the request, so a body that is not JSON (a BigInt, a cycle) throws a
     // TypeError here instead of passing for an unreachable queue.
     const json = body === undefined ? undefined : JSON.stringify(body);
+    const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeout(options.timeoutMs);
     let res: JsonResponse;
     try {
       res = await requestJson({
         method,
         url: new URL(path, this.baseUrl),
         json,
-        timeoutMs: this.timeoutMs,
+        timeoutMs,
         agent: this.agent,
+        signal: options.signal,
       });
     } catch (err) {
+      if (err instanceof HttpAbortError) throw options.signal?.reason ?? new DOMException('The call was aborted.', 'AbortError');
       const reason = err instanceof Error ? err.message : String(err);
-      throw new QueueError('queue_unavailable', `The queue at ${this.baseUrl.origin} could not be reached: ${reason}.`, {
-        cause: reason,
-      });
+      const message =
+        err instanceof HttpTimeoutError
+          ? `The queue at ${this.baseUrl.origin} did not answer within ${timeoutMs} ms (timed out); ` +
+            'if the call was a write, it may or may not have been applied.'
+          : `The queue at ${this.baseUrl.origin} could not be reached: ${reason}.`;
+      throw new QueueError('queue_unavailable', message, { cause: reason });
     }
     if (res.status < 400) return res;
     throw errorFromResponse(res);
   }
+}
+
+function checkedTimeout(timeoutMs: number): number {
+  if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    throw new RangeError(`timeoutMs must be between 1 and ${MAX_TIMEOUT_MS} ms; got ${timeoutMs}.`);
+  }
+  return timeoutMs;
 }
 
 /** Rebuilds the service's QueueError from an error response. */

@@ -29,4 +29,4 @@ export { openSqliteQueueStore, type SqliteQueueOptions } from './sqlite-store.js
 export { openPostgresQueueStore, type PostgresQueueOptions } from './postgres-store.js';
 export { createQueueApp, type QueueAppOptions } from './app.js';
 export { startQueue, openQueueStore, type QueueService, type QueueServiceOptions } from './service.js';
-export { QueueClient, type EnqueueInput, type QueueClientOptions } from './client.js';
+export { QueueClient, type CallOptions, type EnqueueInput, type QueueClientOptions } from './client.js';

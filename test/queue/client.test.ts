@@ -1,7 +1,13 @@
-// The typed client against a real queue service on 127.0.0.1: answers and errors round-trip.
-import { afterEach, expect, test } from 'vitest';
+// The typed client against a real queue service on 127.0.0.1: answers and errors round-trip,
+// and each call can be cancelled or given its own timeout.
+import { afterEach, expect, onTestFinished, test } from 'vitest';
+import type http from 'node:http';
+import { getEventListeners } from 'node:events';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { keepAliveAgent } from '../../queue/http-json.js';
 import { QueueClient, QueueError, startQueue, type QueueService } from '../../queue/index.js';
+import { holdWriteLock } from '../helpers/sqlite-lock.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const services: QueueService[] = [];
@@ -12,11 +18,35 @@ afterEach(async () => {
 });
 
 async function setup() {
-  const service = await startQueue({ db: join(tempDir('leasehold-client-'), 'q.sqlite'), port: 0 });
+  const db = join(tempDir('leasehold-client-'), 'q.sqlite');
+  const service = await startQueue({ db, port: 0 });
   services.push(service);
   const client = new QueueClient(service.url);
   clients.push(client);
-  return { service, client };
+  return { service, client, db };
+}
+
+/** A client on an agent the test can look into, to see which connections it holds. */
+function clientWithAgent(url: string): { client: QueueClient; agent: http.Agent } {
+  const agent = keepAliveAgent();
+  onTestFinished(() => agent.destroy());
+  const client = new QueueClient(url, { agent });
+  return { client, agent };
+}
+
+function socketCount(agent: http.Agent): number {
+  const count = (sockets: NodeJS.ReadOnlyDict<unknown[]>) => Object.values(sockets).reduce((n, list) => n + (list?.length ?? 0), 0);
+  return count(agent.sockets) + count(agent.freeSockets) + count(agent.requests);
+}
+
+/** Resolves once `promise` settles, however it settles, and tells whether it had by then. */
+function tracked(promise: Promise<unknown>): { settled: () => boolean } {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return { settled: () => settled };
 }
 
 test('a full cycle through the client', async () => {
@@ -55,4 +85,115 @@ test('an unreachable queue is queue_unavailable; a body that is not JSON is the 
   const err = await gone.claim('w1').catch((e: unknown) => e);
   expect(err).toMatchObject({ code: 'queue_unavailable', status: 503 });
   expect(await gone.healthy()).toBe(false);
+});
+
+test('aborting a call in flight rejects it at once with the signal\'s reason, and drops its connection', async () => {
+  const { service, client: plain, db } = await setup();
+  const { client, agent } = clientWithAgent(service.url);
+  await client.enqueue({ id: 'a', qty: 1 });
+  expect(socketCount(agent), 'the enqueue left one kept-alive connection').toBe(1);
+  const release = await holdWriteLock(db);
+
+  const controller = new AbortController();
+  const reason = new Error('the worker is shutting down');
+  const claim = client.claim('w1', 60_000, { signal: controller.signal });
+  const claimState = tracked(claim);
+  // Long enough for the request to reach the queue, whose claim then waits for the write lock.
+  await sleep(200);
+  expect(claimState.settled(), 'the claim is still waiting for the held write lock').toBe(false);
+  const abortedAt = performance.now();
+  controller.abort(reason);
+  const err = await claim.catch((e: unknown) => e);
+  const tookMs = performance.now() - abortedAt;
+
+  expect(err, 'rejected with the signal\'s reason itself, not a QueueError').toBe(reason);
+  expect(tookMs, 'ms from abort to rejection (the client\'s timeout is 10 s)').toBeLessThan(500);
+  for (let waited = 0; socketCount(agent) > 0 && waited < 2_000; waited += 10) await sleep(10);
+  expect(socketCount(agent), 'the aborted call\'s connection is closed, not pooled').toBe(0);
+
+  await release();
+  // Writes are answered in arrival order: once this enqueue is, the aborted claim has been settled too.
+  await plain.enqueue({ id: 'b', qty: 1 });
+  const job = await plain.get('a');
+  const seen = job.status === 'pending' ? 'pending' : `${job.status} by ${job.owner} token ${job.token}`;
+  expect(['pending', 'leased by w1 token 1'], 'an aborted claim may or may not have been applied').toContain(seen);
+  expect(await client.claim('w2', 60_000), 'the same client works after the abort').toMatchObject({ id: 'b', owner: 'w2' });
+});
+
+test('an already-aborted signal rejects every call without sending anything', async () => {
+  const { service, client: plain } = await setup();
+  await plain.enqueue({ id: 'a', qty: 1 });
+  const before = await plain.stats();
+  const { client, agent } = clientWithAgent(service.url);
+  const reason = new Error('gave up before calling');
+  const signal = AbortSignal.abort(reason);
+
+  await expect(client.claim('w1', 60_000, { signal })).rejects.toBe(reason);
+  await expect(client.enqueue({ id: 'b', qty: 1 }, { signal })).rejects.toBe(reason);
+  await expect(client.finish('a', { owner: 'w1', token: 1 }, { signal })).rejects.toBe(reason);
+  await expect(client.healthy({ signal }), 'healthy rejects too instead of answering false').rejects.toBe(reason);
+  const noReason = await client.stats({ signal: AbortSignal.abort() }).catch((e: unknown) => e);
+  expect(noReason).toBeInstanceOf(DOMException);
+  expect(noReason).toMatchObject({ name: 'AbortError' });
+
+  expect(socketCount(agent), 'no connection was opened').toBe(0);
+  expect(await plain.get('a')).toMatchObject({ status: 'pending', token: 0, attempts: 0 });
+  expect(await plain.get('b').catch((e: QueueError) => e.code)).toBe('unknown_job');
+  expect(await plain.stats()).toEqual(before);
+});
+
+test('a per-call timeoutMs overrides the client\'s: queue_unavailable saying it timed out', async () => {
+  const { client, db } = await setup();
+  await client.enqueue({ id: 'a', qty: 1 });
+  const release = await holdWriteLock(db);
+
+  const startedAt = performance.now();
+  const err = await client.claim('w1', 60_000, { timeoutMs: 300 }).catch((e: unknown) => e);
+  const tookMs = performance.now() - startedAt;
+  await release();
+
+  expect(err).toBeInstanceOf(QueueError);
+  expect(err).toMatchObject({ code: 'queue_unavailable', status: 503 });
+  expect((err as QueueError).message).toContain('did not answer within 300 ms (timed out)');
+  expect(tookMs, 'ms until the timeout (the client\'s own is 10 s)').toBeGreaterThanOrEqual(290);
+  expect(tookMs).toBeLessThan(3_000);
+  expect(await client.healthy({ timeoutMs: 5_000 })).toBe(true);
+  await expect(client.stats({ timeoutMs: 0 })).rejects.toBeInstanceOf(RangeError);
+  await expect(client.stats({ timeoutMs: Infinity })).rejects.toBeInstanceOf(RangeError);
+});
+
+test('one signal passed to many calls leaves no listener behind and no MaxListenersExceededWarning', async () => {
+  const { client } = await setup();
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => {
+    if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning.message);
+  };
+  process.on('warning', onWarning);
+  onTestFinished(() => {
+    process.off('warning', onWarning);
+  });
+  const controller = new AbortController();
+  const { signal } = controller;
+
+  for (let i = 0; i < 12; i += 1) {
+    await client.enqueue({ id: `j${i}`, qty: 1 }, { signal });
+    const lease = await client.claim('w1', 60_000, { signal });
+    if (!lease) throw new Error(`expected w1 to claim job j${i}`);
+    const fence = { owner: lease.owner, token: lease.token };
+    await client.heartbeat(lease.id, fence, { signal });
+    await client.finish(lease.id, fence, { signal });
+    // A refusal settles the call too, and must let go of the signal as well.
+    const refused = await client.finish(lease.id, fence, { signal }).catch((e: QueueError) => e.code);
+    expect(refused).toBe('stale_lease');
+  }
+  expect(await client.list({ status: 'done' }, { signal })).toHaveLength(12);
+  // Warnings are emitted on a later tick.
+  await new Promise((resolve) => setImmediate(resolve));
+
+  expect(getEventListeners(signal, 'abort'), 'abort listeners left on the signal after 61 calls').toHaveLength(0);
+  expect(warnings).toEqual([]);
+  expect(await client.stats({ signal })).toEqual({ pending: 0, leased: 0, done: 12, dead: 0 });
+  controller.abort(new Error('done with this signal'));
+  await expect(client.healthy({ signal })).rejects.toThrow('done with this signal');
+  expect(await client.healthy()).toBe(true);
 });

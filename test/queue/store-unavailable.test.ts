@@ -6,7 +6,8 @@ import { openSqliteQueueStore, QueueError, type QueueStore } from '../../queue/i
 import { KnexQueueStore } from '../../queue/knex-store.js';
 import { postgresDialect } from '../../queue/postgres-store.js';
 import { openPostgres, parsePostgresUrl } from '../../queue/postgres.js';
-import { isBusyError, openSqlite } from '../../queue/sqlite.js';
+import { isBusyError } from '../../queue/sqlite.js';
+import { holdWriteLock } from '../helpers/sqlite-lock.js';
 import { tempDir } from '../helpers/tmp.js';
 import { newJobInput, rejection } from './store.suite.js';
 
@@ -24,33 +25,6 @@ async function impatientSqliteStore(): Promise<{ store: QueueStore; filename: st
   const store = await openSqliteQueueStore({ filename, busyTimeoutMs: 20, busyBudgetMs: 150 });
   onTestFinished(() => store.close());
   return { store, filename };
-}
-
-/**
- * Another connection on `filename` takes the write lock (BEGIN IMMEDIATE, as a second process
- * would) and keeps it until the returned release() is called, or the test ends.
- */
-async function holdWriteLock(filename: string): Promise<() => Promise<void>> {
-  const holder = openSqlite({ filename, busyTimeoutMs: 1_000 });
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((resolve) => (locked = resolve));
-  const done = holder.transaction(async () => {
-    locked();
-    await released;
-  });
-  await isLocked;
-  let open = true;
-  const releaseLock = async () => {
-    if (!open) return;
-    open = false;
-    release();
-    await done;
-    await holder.destroy();
-  };
-  onTestFinished(releaseLock);
-  return releaseLock;
 }
 
 describe('queue store: SQLite that stays locked', () => {

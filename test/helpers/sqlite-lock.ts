@@ -1,0 +1,31 @@
+// A second connection that holds a SQLite file's write lock, as another process would, so a
+// test can keep the queue's writes waiting for as long as it needs.
+import { onTestFinished } from 'vitest';
+import { openSqlite } from '../../queue/sqlite.js';
+
+/**
+ * Another connection on `filename` takes the write lock (BEGIN IMMEDIATE, as a second process
+ * would) and keeps it until the returned release() is called, or the test ends.
+ */
+export async function holdWriteLock(filename: string): Promise<() => Promise<void>> {
+  const holder = openSqlite({ filename, busyTimeoutMs: 1_000 });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  const done = holder.transaction(async () => {
+    locked();
+    await released;
+  });
+  await isLocked;
+  let open = true;
+  const releaseLock = async () => {
+    if (!open) return;
+    open = false;
+    release();
+    await done;
+    await holder.destroy();
+  };
+  onTestFinished(releaseLock);
+  return releaseLock;
+}
