@@ -3,7 +3,8 @@
 import { describe, expect, onTestFinished, test } from 'vitest';
 import { join } from 'node:path';
 import { openPostgres, parsePostgresUrl } from '../../queue/postgres.js';
-import { isBusyError, openSqlite } from '../../queue/sqlite.js';
+import { isBusyError } from '../../queue/sqlite.js';
+import { holdWriteLock } from '../helpers/sqlite-lock.js';
 import { createKnexEffectStore, openSqliteEffectStore, recordEffect, ReceiverError } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -36,33 +37,6 @@ async function impatientSqliteStore() {
   const store = await openSqliteEffectStore({ filename, busyTimeoutMs: 20, busyBudgetMs: 150 });
   onTestFinished(() => store.close());
   return { store, filename };
-}
-
-/**
- * Another connection on `filename` takes the write lock (BEGIN IMMEDIATE, as a second process
- * would) and keeps it until the returned release() is called, or the test ends.
- */
-async function holdWriteLock(filename: string): Promise<() => Promise<void>> {
-  const holder = openSqlite({ filename, busyTimeoutMs: 1_000 });
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((resolve) => (locked = resolve));
-  const done = holder.transaction(async () => {
-    locked();
-    await released;
-  });
-  await isLocked;
-  let open = true;
-  const releaseLock = async () => {
-    if (!open) return;
-    open = false;
-    release();
-    await done;
-    await holder.destroy();
-  };
-  onTestFinished(releaseLock);
-  return releaseLock;
 }
 
 describe('receiver store: SQLite that stays locked', () => {
