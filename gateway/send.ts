@@ -40,7 +40,7 @@ export interface SendResult {
 
 /** The one queue call the gateway makes; QueueClient has it. */
 export interface LeaseVerifier {
-  verify(id: string, input: { owner: string; token: number }): Promise<Lease>;
+  verify(id: string, input: { owner: string; token: number }, options?: { signal?: AbortSignal }): Promise<Lease>;
 }
 
 export interface SendDependencies {
@@ -58,10 +58,11 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
 
   // Every verified lease is checked against the send's qty before it is forwarded under. A job's
   // qty never changes, so only the first verify can refuse, before anything was forwarded.
-  const verify = async (request: SendRequest, failures: readonly AttemptFailure[]): Promise<Lease> => {
+  const verify = async (request: SendRequest, failures: readonly AttemptFailure[], signal: AbortSignal): Promise<Lease> => {
     let lease: Lease;
     try {
-      lease = await queue.verify(request.jobId, { owner: request.owner, token: request.token });
+      // A caller that hangs up stops the lease check too, not only the forwarding.
+      lease = await queue.verify(request.jobId, { owner: request.owner, token: request.token }, { signal });
     } catch (err) {
       throw verifyError(err, failures, options.queueUrl);
     }
@@ -73,7 +74,7 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
   return async (request, signal) => {
     const state: RetryState = { attempts: 0, startedAt: clock.now() };
     const failures: AttemptFailure[] = [];
-    let lease = await verify(request, failures);
+    let lease = await verify(request, failures, signal);
     for (;;) {
       const timeoutMs = attemptTimeoutMs(state, clock.now(), retry);
       if (timeoutMs <= 0) throw upstreamError(failures, 'time', retry.budgetMs);
@@ -98,7 +99,7 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
       );
       if (!decision.retry) throw upstreamError(failures, decision.spent, retry.budgetMs);
       await sleep(decision.delayMs, signal);
-      lease = await verify(request, failures);
+      lease = await verify(request, failures, signal);
     }
   };
 }
