@@ -50,7 +50,7 @@ export interface BenchOptions {
 
 export const PRESETS = {
   full: { rounds: 10, windowMs: 1_500, samples: 150, profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] } },
-  quick: { rounds: 5, windowMs: 400, samples: 60, profile: { rounds: 2, windowMs: 500, backlogSizes: [100, 10_000] } },
+  quick: { rounds: 5, windowMs: 300, samples: 40, profile: { rounds: 2, windowMs: 400, backlogSizes: [100, 10_000] } },
 } as const;
 
 export const DEFAULT_BACKLOG = 1_000;
