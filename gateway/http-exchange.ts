@@ -2,6 +2,7 @@
 // exactly which way it failed (timeout, reset, refused, other network error, aborted). The
 // retry rules need that distinction; a thrown Error with a loose `code` would blur it.
 import http from 'node:http';
+import { parseBody } from '../queue/http-json.js';
 
 export type Exchange =
   | { kind: 'response'; status: number; headers: http.IncomingHttpHeaders; body: unknown }
@@ -96,14 +97,4 @@ function networkFailure(err: unknown): Exchange {
   if (code === 'ECONNREFUSED') return { kind: 'refused', code, message };
   if (RESET_CODES.has(code) || message === 'socket hang up') return { kind: 'reset', code, message };
   return { kind: 'network', code, message };
-}
-
-function parseBody(chunks: Buffer[]): unknown {
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.length === 0) return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
 }

@@ -92,7 +92,8 @@ export function requestJson(req: JsonRequest): Promise<JsonResponse> {
   });
 }
 
-function parseBody(chunks: Buffer[]): unknown {
+/** An answer's body: JSON when it parses, else the text as is (an error page, say); undefined when empty. */
+export function parseBody(chunks: Buffer[]): unknown {
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.length === 0) return undefined;
   try {
