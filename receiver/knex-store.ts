@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { GroupCommitter } from '../queue/group-commit.js';
 import { isPostgresUnavailable } from '../queue/postgres.js';
+import { retryTransaction } from '../queue/retry.js';
 import { isBusyError, openSqlite, retryBusy } from '../queue/sqlite.js';
 import { ReceiverError } from './errors.js';
 import { migrateReceiver } from './migrations/index.js';
@@ -81,8 +82,8 @@ function unavailable(err: unknown): ReceiverError | undefined {
  * runs outside the retry and the group commit, so those still see the driver's own errors.
  */
 function rethrow(err: unknown): never {
-  // The receiver's own answers (apply_failed...) pass unchanged, even when a message quotes a
-  // caller's text that reads like a driver error.
+  // The receiver's own answers (a ReceiverError thrown by an apply callback...) pass unchanged,
+  // even when a message quotes a caller's text that reads like a driver error.
   if (err instanceof ReceiverError) throw err;
   throw unavailable(err) ?? err;
 }
@@ -106,6 +107,9 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectSt
   const { knex } = options;
   const retry = options.retry ?? (<T>(operation: () => Promise<T>) => operation());
 
+  // No isRefusal: a write can fail after writing through the transaction (an apply callback
+  // that throws halfway), so any error rolls the batch back and each write then runs alone,
+  // where the error reaches the one request that threw it.
   const committer = options.groupCommit
     ? new GroupCommitter<Knex.Transaction>((batch) => retry(() => knex.transaction(batch)))
     : undefined;
@@ -200,5 +204,12 @@ export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): 
     throw err;
   }
   const budgetMs = options.busyBudgetMs ?? 10_000;
-  return createKnexEffectStore({ knex, retry: (operation) => retryBusy(operation, budgetMs), groupCommit: true });
+  // isBusyError also matches by message; a ReceiverError (thrown by an apply callback) is an
+  // answer, never the driver's, and is not retried whatever its message says.
+  const retryable = (err: unknown) => !(err instanceof ReceiverError) && isBusyError(err);
+  return createKnexEffectStore({
+    knex,
+    retry: (operation) => retryTransaction(operation, retryable, budgetMs),
+    groupCommit: true,
+  });
 }

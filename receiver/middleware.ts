@@ -7,7 +7,7 @@ import { ReceiverError } from './errors.js';
 import { receiverErrors } from './http-errors.js';
 import { systemClock, type Clock, type EffectRequest } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
-import { recordEffect, type ApplyEffect, type EffectStore } from './store.js';
+import { recordEffect, type ApplyEffect, type EffectStore, type Recorded } from './store.js';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 export const BODY_LIMIT = '1mb';
@@ -19,9 +19,14 @@ export interface FencedEffectsOptions<Tx> {
   /** When set, every request must carry a valid Leasehold-Signature (401 otherwise). */
   secret?: string;
   /**
-   * Performs the effect, once per job, inside the transaction that records it: throwing rolls
-   * the record back (the caller gets `500 apply_failed` and may retry). Write through `tx` to
-   * make the effect and its record one commit. Not called for duplicates, fenced or conflicts.
+   * Performs the effect, once per job, inside the transaction that records it. Write through
+   * `tx` to make the effect and its record one commit. Not called for duplicates, fenced or
+   * conflicts. Throwing rolls the record back, and what is thrown reaches the store as it is:
+   * an error the store counts as transient (a deadlock or serialization failure on PostgreSQL,
+   * SQLITE_BUSY) runs the whole transaction again, judgement included, so `apply` may run
+   * again; past the store's retries it is `503 busy`, as is an error the store reads as its
+   * database being unreachable (a refused or reset connection). A `ReceiverError` is the
+   * answer as thrown. Anything else is `500 apply_failed`, and the caller may retry.
    */
   apply?: ApplyEffect<Tx>;
   logger?: Logger;
@@ -91,6 +96,28 @@ export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: 
   return parsed.data;
 }
 
+/**
+ * `apply` for one request, remembering what its latest call threw. `undefined` is thrown as an
+ * Error instead, since knex replaces an undefined rejection with an Error of its own, which
+ * would no longer be recognised as this one.
+ */
+function trackFailures<Tx>(apply: ApplyEffect<Tx>): { apply: ApplyEffect<Tx>; threw(err: unknown): boolean } {
+  let failure: { err: unknown } | undefined;
+  return {
+    async apply(effect, tx) {
+      failure = undefined;
+      try {
+        await apply(effect, tx);
+      } catch (thrown) {
+        const err = thrown === undefined ? new Error('apply threw undefined') : thrown;
+        failure = { err };
+        throw err;
+      }
+    },
+    threw: (err) => failure !== undefined && failure.err === err,
+  };
+}
+
 function rawBodyOf(req: Request): Buffer | undefined {
   if (req.body === undefined || Buffer.isBuffer(req.body)) return req.body as Buffer | undefined;
   // A JSON parser mounted earlier consumed the bytes; the signature needs them as sent.
@@ -110,19 +137,30 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   const { store, secret, apply } = options;
   if (secret !== undefined && secret === '') throw new Error('fencedEffects: secret must not be empty; leave it out to disable signatures.');
 
-  const applyOnce: ApplyEffect<Tx> | undefined =
-    apply &&
-    (async (effect, tx) => {
-      try {
-        await apply(effect, tx);
-      } catch (err) {
-        logger.error({ err, jobId: effect.jobId }, 'apply failed; the effect was not recorded');
-        throw new ReceiverError(
-          'apply_failed',
-          `The effect for job "${effect.jobId}" could not be applied, so nothing was recorded; retry the request.`,
-        );
-      }
-    });
+  /**
+   * Records the request, and turns a failure of `apply` into `apply_failed` only after the
+   * store has given up: inside the transaction the error stays as thrown, so that the store's
+   * retry can recognise a deadlock or a busy database. Only the very error this request's own
+   * `apply` threw, arriving here unchanged, is `apply_failed`; the store's `busy` and the
+   * store's own failures keep their answers.
+   */
+  const record = async (request: EffectRequest): Promise<Recorded> => {
+    if (!apply) return recordEffect(store, request, clock);
+    const tracked = trackFailures(apply);
+    try {
+      return await recordEffect(store, request, clock, tracked.apply);
+    } catch (err) {
+      if (err instanceof ReceiverError || !tracked.threw(err)) throw err;
+      logger.error({ err, jobId: request.jobId }, 'apply failed; the effect was not recorded');
+      throw new ReceiverError(
+        'apply_failed',
+        `The effect for job "${request.jobId}" could not be applied, so nothing was recorded; retry the request.`,
+        {},
+        undefined,
+        { cause: err },
+      );
+    }
+  };
 
   const handle = async (req: Request, res: Response) => {
     const raw = rawBodyOf(req);
@@ -132,7 +170,7 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
       if (!check.ok) throw new ReceiverError('invalid_signature', check.reason);
     }
     const request: EffectRequest = { ...parseEffectBody(raw), token };
-    const { judgement, journal } = await recordEffect(store, request, clock, applyOnce);
+    const { judgement, journal } = await record(request);
     const { effect, highestToken } = judgement.state;
     logger.info({ ...request, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
     switch (judgement.outcome) {

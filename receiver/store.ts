@@ -52,7 +52,11 @@ export interface EffectStore<Tx = unknown> {
   close(): Promise<void>;
 }
 
-/** Runs for an `applied` outcome inside the recording transaction; throwing rolls it back. */
+/**
+ * Runs for an `applied` outcome inside the recording transaction; throwing rolls it back. What
+ * it throws reaches `transaction()` as it is, so a transient driver error reruns the whole
+ * transaction (and `apply` with it), like one from the store's own statements.
+ */
 export type ApplyEffect<Tx> = (effect: Effect, tx: Tx) => Promise<void>;
 
 export interface Recorded {

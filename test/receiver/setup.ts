@@ -1,9 +1,11 @@
 // Shared setup for the receiver tests: a store on a real SQLite file in a temp dir, closed
-// after each test, a plain HTTP client that reports socket errors by code, and error checks.
+// after each test, a plain HTTP client that reports socket errors by code, error checks, and a
+// logger whose lines a test can read.
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { Knex } from 'knex';
+import { pino, type Logger } from 'pino';
 import { openSqliteEffectStore, type EffectStore, type JournalEntry, type Totals, type Effect } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -30,6 +32,22 @@ export async function sqliteStore(dir = tempDir('leasehold-receiver-')): Promise
     return store;
   };
   return { store: await openOne(), filename, openAnother: openOne };
+}
+
+/** A logger that keeps its JSON lines, parsed, for a test to read. */
+export function capturedLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines };
+}
+
+/** Polls `condition` every 5 ms; fails with `what` if it does not hold within `timeoutMs`. */
+export async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 /** Everything a rejected request must leave untouched. */
