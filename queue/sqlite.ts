@@ -64,7 +64,7 @@ class ImmediateSqliteClient extends Client_SQLite3 {
   }
 
   override async destroyRawConnection(connection: SqliteConnection): Promise<void> {
-    for (const statement of statementCaches.get(connection)?.values() ?? []) statement.finalize();
+    for (const { statement } of statementCaches.get(connection)?.values() ?? []) statement.finalize();
     statementCaches.delete(connection);
     await new Promise<void>((resolve, reject) => connection.close((err) => (err ? reject(err) : resolve())));
   }
@@ -73,26 +73,44 @@ class ImmediateSqliteClient extends Client_SQLite3 {
 const RUN_METHODS = new Set(['insert', 'update', 'counter', 'del']);
 /** Distinct statements kept per connection; the stores send a few dozen SQL texts at most. */
 const STATEMENT_CACHE_SIZE = 64;
-const statementCaches = new WeakMap<SqliteConnection, Map<string, SqliteStatement>>();
 
-function statementFor(connection: SqliteConnection, sql: string): SqliteStatement {
+interface CachedStatement {
+  statement: SqliteStatement;
+  /**
+   * Pending until SQLite has compiled the statement, then undefined. node-sqlite3 never calls
+   * back a run or all queued on a statement whose preparation failed (a missing table, a
+   * syntax error), which would leave the caller waiting forever with the connection held; so
+   * the first run waits for the outcome of the preparation, and a failed one is its error.
+   */
+  prepared: Promise<void> | undefined;
+}
+
+const statementCaches = new WeakMap<SqliteConnection, Map<string, CachedStatement>>();
+
+function statementFor(connection: SqliteConnection, sql: string): CachedStatement {
   let cache = statementCaches.get(connection);
   if (!cache) statementCaches.set(connection, (cache = new Map()));
-  let statement = cache.get(sql);
-  if (statement) {
+  let entry = cache.get(sql);
+  if (entry) {
     cache.delete(sql);
   } else {
-    // A prepare error reaches the run/all queued on the statement; this callback only keeps it
-    // from surfacing as an unhandled 'error' event.
-    statement = connection.prepare(sql, () => undefined);
+    const created = { prepared: undefined } as unknown as CachedStatement;
+    created.prepared = new Promise<void>((resolve, reject) => {
+      created.statement = connection.prepare(sql, (err) => {
+        if (err) return reject(err);
+        created.prepared = undefined;
+        resolve();
+      });
+    });
+    entry = created;
     if (cache.size >= STATEMENT_CACHE_SIZE) {
-      const [oldestSql, oldest] = cache.entries().next().value as [string, SqliteStatement];
+      const [oldestSql, oldest] = cache.entries().next().value as [string, CachedStatement];
       cache.delete(oldestSql);
-      oldest.finalize();
+      oldest.statement.finalize();
     }
   }
-  cache.set(sql, statement); // most recently used last
-  return statement;
+  cache.set(sql, entry); // most recently used last
+  return entry;
 }
 
 /** Runs one statement on a connection through its prepared-statement cache. */
@@ -102,19 +120,25 @@ function runStatement(
   bindings: readonly unknown[],
   mode: 'run' | 'all',
 ): Promise<{ rows: unknown[] | undefined; context: unknown }> {
-  return new Promise((resolve, reject) => {
-    const statement = statementFor(connection, sql);
-    const done = function (this: unknown, err: Error | null, rows?: unknown[]) {
-      if (err) {
-        // A statement that failed (busy, constraint, a bad prepare) is not kept.
-        forgetStatement(connection, sql, statement);
-        reject(err);
-        return;
-      }
-      resolve({ rows, context: this });
-    };
-    if (mode === 'run') statement.run([...bindings], done);
-    else statement.all([...bindings], done);
+  const entry = statementFor(connection, sql);
+  const execute = () =>
+    new Promise<{ rows: unknown[] | undefined; context: unknown }>((resolve, reject) => {
+      const done = function (this: unknown, err: Error | null, rows?: unknown[]) {
+        if (err) {
+          // A statement that failed (busy, constraint) is not kept.
+          forgetStatement(connection, sql, entry);
+          reject(err);
+          return;
+        }
+        resolve({ rows, context: this });
+      };
+      if (mode === 'run') entry.statement.run([...bindings], done);
+      else entry.statement.all([...bindings], done);
+    });
+  if (!entry.prepared) return execute();
+  return entry.prepared.then(execute, (err: unknown) => {
+    forgetStatement(connection, sql, entry);
+    throw err;
   });
 }
 
@@ -161,10 +185,13 @@ interface PoolClient {
   emit(event: 'query', query: { sql: string; bindings: readonly unknown[]; method: string }): boolean;
 }
 
-function forgetStatement(connection: SqliteConnection, sql: string, statement: SqliteStatement): void {
+function forgetStatement(connection: SqliteConnection, sql: string, entry: CachedStatement): void {
   const cache = statementCaches.get(connection);
-  if (cache?.get(sql) === statement) cache.delete(sql);
-  statement.finalize();
+  // Several runs may fail on one statement (all queued behind a failed preparation): the first
+  // takes it out of the cache and finalizes it, once.
+  if (cache?.get(sql) !== entry) return;
+  cache.delete(sql);
+  entry.statement.finalize();
 }
 
 export interface SqliteOptions {
