@@ -1,9 +1,9 @@
 // A typed client for the gateway's `POST /send`. Error answers come back as the same
 // GatewayError (code, status, details) the gateway rendered; an unreachable gateway is
 // `gateway_unavailable`; an aborted send rejects with the signal's reason.
-import http from 'node:http';
+import type http from 'node:http';
 import { GatewayError, isGatewayErrorCode, type GatewayErrorCode } from './errors.js';
-import { exchange } from './http-exchange.js';
+import { exchange, keepAliveAgent } from '../queue/http-json.js';
 
 export interface GatewayClientOptions {
   /**
@@ -34,7 +34,7 @@ export class GatewayClient {
 
   constructor(baseUrl: string, options: GatewayClientOptions = {}) {
     this.baseUrl = new URL(baseUrl);
-    this.agent = options.agent ?? new http.Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+    this.agent = options.agent ?? keepAliveAgent();
     this.ownsAgent = options.agent === undefined;
     this.timeoutMs = options.timeoutMs ?? 30_000;
   }

@@ -1,9 +1,8 @@
 // Forwards one effect to the receiver: `POST /effects` stamped with the verified fencing token
 // and, when a secret is set, signed with the receiver's own signing module over the exact bytes
 // sent. One keep-alive agent per forwarder, so retries and busy workers reuse connections.
-import http from 'node:http';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
-import { exchange, type Exchange } from './http-exchange.js';
+import { exchange, keepAliveAgent, type Exchange } from '../queue/http-json.js';
 
 export interface ForwarderOptions {
   receiverUrl: URL;
@@ -18,7 +17,7 @@ export interface Forwarder {
 }
 
 export function createForwarder({ receiverUrl, secret, now }: ForwarderOptions): Forwarder {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+  const agent = keepAliveAgent();
   const url = new URL('effects', receiverUrl.href.endsWith('/') ? receiverUrl : `${receiverUrl.href}/`);
   return {
     forward(effect, token, timeoutMs, signal) {

@@ -3,7 +3,7 @@
 // a call whose signal aborts rejects with the signal's reason.
 import type http from 'node:http';
 import { QUEUE_ERROR_STATUS, QueueError, type QueueErrorCode } from './errors.js';
-import { HttpAbortError, HttpTimeoutError, keepAliveAgent, requestJson, type JsonResponse } from './http-json.js';
+import { exchange, keepAliveAgent, type Exchange } from './http-json.js';
 import type { Job, JobStatus, Lease, Stats } from './types.js';
 
 export interface EnqueueInput {
@@ -37,6 +37,9 @@ export interface CallOptions {
 
 /** setTimeout fires at once for anything above this, so a larger timeout would be no timeout at all. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** An answer, whatever its status. */
+type JsonResponse = Extract<Exchange, { kind: 'response' }>;
 
 export class QueueClient {
   readonly baseUrl: URL;
@@ -131,30 +134,34 @@ export class QueueClient {
   private async call(method: 'GET' | 'POST', path: string, body?: unknown, options: CallOptions = {}): Promise<JsonResponse> {
     // Serialised before the request, so a body that is not JSON (a BigInt, a cycle) throws a
     // TypeError here instead of passing for an unreachable queue.
-    const json = body === undefined ? undefined : JSON.stringify(body);
+    const json = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeout(options.timeoutMs);
-    let res: JsonResponse;
-    try {
-      res = await requestJson({
-        method,
-        url: new URL(path, this.baseUrl),
-        json,
-        timeoutMs,
-        agent: this.agent,
-        signal: options.signal,
-      });
-    } catch (err) {
-      if (err instanceof HttpAbortError) throw options.signal?.reason ?? new DOMException('The call was aborted.', 'AbortError');
-      const reason = err instanceof Error ? err.message : String(err);
-      const message =
-        err instanceof HttpTimeoutError
-          ? `The queue at ${this.baseUrl.origin} did not answer within ${timeoutMs} ms (timed out); ` +
-            'if the call was a write, it may or may not have been applied.'
-          : `The queue at ${this.baseUrl.origin} could not be reached: ${reason}.`;
-      throw new QueueError('queue_unavailable', message, { cause: reason });
+    const res = await exchange({
+      method,
+      url: new URL(path, this.baseUrl),
+      ...(json ? { body: json } : {}),
+      timeoutMs,
+      agent: this.agent,
+      signal: options.signal,
+    });
+    switch (res.kind) {
+      case 'response':
+        if (res.status < 400) return res;
+        throw errorFromResponse(res);
+      case 'aborted':
+        throw options.signal?.reason ?? new DOMException('The call was aborted.', 'AbortError');
+      case 'timeout':
+        throw new QueueError(
+          'queue_unavailable',
+          `The queue at ${this.baseUrl.origin} did not answer within ${timeoutMs} ms (timed out); ` +
+            'if the call was a write, it may or may not have been applied.',
+          { cause: `no answer from ${this.baseUrl.origin} within ${timeoutMs} ms` },
+        );
+      default:
+        throw new QueueError('queue_unavailable', `The queue at ${this.baseUrl.origin} could not be reached: ${res.message}.`, {
+          cause: res.message,
+        });
     }
-    if (res.status < 400) return res;
-    throw errorFromResponse(res);
   }
 }
 

@@ -1,61 +1,62 @@
 // JSON over HTTP/1.1 on a keep-alive agent: one connection pool per client, no per-request
 // connection setup, a timeout that covers the whole exchange, and cancellation by AbortSignal.
+// One exchange is reported as a value instead of thrown: a response, or exactly which way it
+// failed (timeout, reset, refused, other network error, aborted). The gateway's retry rules
+// need that distinction, and the queue's client tells an abort from an unreachable queue by it.
 import http from 'node:http';
 
-export interface JsonResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: unknown;
-}
+export type Exchange =
+  | { kind: 'response'; status: number; headers: http.IncomingHttpHeaders; body: unknown }
+  /** No complete answer within `timeoutMs`: the request may or may not have been processed. */
+  | { kind: 'timeout'; timeoutMs: number }
+  /** The connection broke after it was made (ECONNRESET, EPIPE, cut mid-answer). */
+  | { kind: 'reset'; code: string; message: string }
+  /** Nobody listens there (ECONNREFUSED): the request never reached a server. */
+  | { kind: 'refused'; code: string; message: string }
+  /** Any other socket-level failure (DNS, unreachable host...). */
+  | { kind: 'network'; code: string; message: string }
+  /** The caller's AbortSignal fired. */
+  | { kind: 'aborted' };
 
-export interface JsonRequest {
+export interface ExchangeRequest {
   method: 'GET' | 'POST';
   url: URL;
-  /** The body, already serialised: a value that cannot be JSON is the caller's error, not the network's. */
-  json?: string | undefined;
+  /** Sent as is, so a signature computed over these bytes stays valid. */
+  body?: Buffer;
   headers?: Record<string, string>;
   /** Covers the whole exchange, from connecting to the last byte of the answer. */
   timeoutMs: number;
   agent: http.Agent;
-  /** Aborting it ends the exchange at once with HttpAbortError; already aborted, nothing is sent. */
   signal?: AbortSignal | undefined;
 }
 
-export class HttpTimeoutError extends Error {
-  override readonly name = 'HttpTimeoutError';
-}
-
-/** The caller's signal ended the exchange: not a network failure, so callers can tell it apart. */
-export class HttpAbortError extends Error {
-  override readonly name = 'HttpAbortError';
-}
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_SOCKET']);
 
 /**
- * Settles exactly once. Whatever the outcome, the timer is cleared and the abort listener
- * removed, so one long-lived signal can serve any number of sequential requests. A timeout or
- * an abort destroys the request's socket: the agent must not hand a connection with an answer
- * still on its way to the next request.
+ * Never rejects: every outcome is an Exchange, settled exactly once. Whatever the outcome, the
+ * timer is cleared and the abort listener removed, so one long-lived signal can serve any
+ * number of sequential requests. A timeout or an abort destroys the request's socket: the
+ * agent must not hand a connection with an answer still on its way to the next request.
  */
-export function requestJson(req: JsonRequest): Promise<JsonResponse> {
-  const payload = req.json === undefined ? undefined : Buffer.from(req.json);
-  return new Promise((resolve, reject) => {
+export function exchange(req: ExchangeRequest): Promise<Exchange> {
+  return new Promise((resolve) => {
     if (req.signal?.aborted) {
-      reject(new HttpAbortError(`aborted before the request to ${req.url.origin} was sent`));
+      resolve({ kind: 'aborted' });
       return;
     }
     let settled = false;
-    const settle = (outcome: () => void) => {
+    let cause: 'timeout' | 'aborted' | undefined;
+    const settle = (result: Exchange) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
-      outcome();
+      resolve(result);
     };
-    const fail = (err: unknown) => settle(() => reject(err));
-    // The socket error that destroying the request causes comes later and is ignored: the first cause wins.
-    const end = (err: Error) => {
-      fail(err);
-      outgoing.destroy(err);
+    const fail = (err: unknown) => {
+      if (cause === 'timeout') settle({ kind: 'timeout', timeoutMs: req.timeoutMs });
+      else if (cause === 'aborted') settle({ kind: 'aborted' });
+      else settle(networkFailure(err));
     };
 
     const outgoing = http.request(
@@ -65,7 +66,7 @@ export function requestJson(req: JsonRequest): Promise<JsonResponse> {
         agent: req.agent,
         headers: {
           accept: 'application/json',
-          ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+          ...(req.body ? { 'content-type': 'application/json', 'content-length': String(req.body.length) } : {}),
           ...req.headers,
         },
       },
@@ -74,26 +75,38 @@ export function requestJson(req: JsonRequest): Promise<JsonResponse> {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', fail);
         res.on('end', () => {
-          settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseBody(chunks) }));
+          settle({ kind: 'response', status: res.statusCode ?? 0, headers: res.headers, body: parseBody(chunks) });
         });
-        // Closed before the last byte without an error of its own: the answer was cut.
+        // Closed before the last byte: the answer was cut, which is a reset whatever Node reports.
         res.on('close', () => {
           if (!res.complete) fail(Object.assign(new Error('the connection closed mid-answer'), { code: 'ECONNRESET' }));
         });
       },
     );
-    outgoing.on('error', fail);
     const timer = setTimeout(() => {
-      end(new HttpTimeoutError(`no answer from ${req.url.origin} within ${req.timeoutMs} ms`));
+      cause = 'timeout';
+      outgoing.destroy(new Error(`no complete answer within ${req.timeoutMs} ms`));
     }, req.timeoutMs);
-    const onAbort = () => end(new HttpAbortError(`the request to ${req.url.origin} was aborted`));
+    const onAbort = () => {
+      cause = 'aborted';
+      outgoing.destroy(new Error('aborted by the caller'));
+    };
     req.signal?.addEventListener('abort', onAbort, { once: true });
-    outgoing.end(payload);
+    outgoing.on('error', fail);
+    outgoing.end(req.body);
   });
 }
 
+function networkFailure(err: unknown): Exchange {
+  const code = String((err as { code?: unknown } | null)?.code ?? 'UNKNOWN');
+  const message = err instanceof Error ? err.message : String(err);
+  if (code === 'ECONNREFUSED') return { kind: 'refused', code, message };
+  if (RESET_CODES.has(code) || message === 'socket hang up') return { kind: 'reset', code, message };
+  return { kind: 'network', code, message };
+}
+
 /** An answer's body: JSON when it parses, else the text as is (an error page, say); undefined when empty. */
-export function parseBody(chunks: Buffer[]): unknown {
+function parseBody(chunks: Buffer[]): unknown {
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.length === 0) return undefined;
   try {

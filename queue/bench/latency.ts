@@ -5,7 +5,7 @@
 // bare node:http server: the floor any HTTP hop costs on this machine; and a bare gateway, the
 // same verify-then-forward behind bare node:http, to tell the gateway's own code from the hops.
 import { randomBytes } from 'node:crypto';
-import { exchange } from '../../gateway/http-exchange.js';
+import { exchange } from '../../queue/http-json.js';
 import { GatewayClient } from '../../gateway/client.js';
 import { QueueClient } from '../client.js';
 import { keepAliveAgent } from '../http-json.js';
