@@ -2,6 +2,7 @@
 // The only gateway module that touches `process`.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
+import { onShutdown } from '../queue/server.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
 import { startGateway, type GatewayService } from './service.js';
 
@@ -128,27 +129,5 @@ async function runGateway(options: Parameters<typeof startGateway>[0], logLevel:
   process.stdout.write(`leasehold gateway listening on ${service.url}\n`);
 
   // Sends in flight may be mid-retry: wait up to their budget, then a little more, then exit anyway.
-  const forceAfterMs = (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) + 5_000;
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    logger.info({ signal }, 'stopping');
-    setTimeout(() => {
-      logger.error(`did not stop within ${forceAfterMs} ms; exiting`);
-      process.exit(1);
-    }, forceAfterMs).unref();
-    service.close().then(
-      () => {
-        logger.info('gateway stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'error while stopping');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  onShutdown(service.close, logger, (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) + 5_000);
 }

@@ -2,7 +2,7 @@
 // command line; tests and embedders call it directly.
 import { createGatewayApp } from './app.js';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './options.js';
-import { listen } from './server.js';
+import { listen } from '../queue/server.js';
 
 export interface GatewayServiceOptions extends GatewayOptions {
   /** Default 127.0.0.1. */
@@ -34,11 +34,10 @@ export async function startGateway(options: GatewayServiceOptions): Promise<Gate
     app.close();
     throw err;
   }
-  const { url, server } = listening;
   let closing: Promise<void> | undefined;
   return {
-    url,
-    port: (server.address() as { port: number }).port,
+    url: listening.url,
+    port: listening.port,
     close: () =>
       (closing ??= listening.close().then(() => {
         app.close();

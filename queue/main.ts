@@ -49,6 +49,6 @@ export function queueCommand(): Command {
       });
       logger.info({ url: service.url, db: redactDb(opts.db), lateFinish: opts.lateFinish }, 'queue ready');
       process.stdout.write(`leasehold queue listening on ${service.url}\n`);
-      onShutdown(service.close, (msg) => logger.info(msg));
+      onShutdown(service.close, logger);
     });
 }

@@ -2,6 +2,7 @@
 // cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
+import { onShutdown } from '../queue/server.js';
 import { startReceiver, type ReceiverHandle } from './server.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -75,28 +76,5 @@ async function runReceiver(flags: ReceiverFlags): Promise<void> {
   }
   process.stdout.write(`leasehold receiver listening on ${handle.url}\n`);
 
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting without waiting');
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info({ signal }, 'stopping');
-    setTimeout(() => {
-      logger.error(`did not stop within ${FORCE_EXIT_MS} ms; exiting`);
-      process.exit(1);
-    }, FORCE_EXIT_MS).unref();
-    handle.close().then(
-      () => {
-        process.exitCode = 0;
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'error while stopping');
-        process.exitCode = 1;
-      },
-    );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  onShutdown(() => handle.close(), logger, FORCE_EXIT_MS);
 }

@@ -1,14 +1,12 @@
 // `startReceiver`: opens and migrates the store, builds the app and listens — one call used by
 // `leasehold receiver` and by other projects that start the receiver as a stub in their tests.
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { createReceiverApp } from './app.js';
 import { FaultController } from './faults.js';
 import { openSqliteEffectStore } from './knex-store.js';
 import { openPostgresEffectStore } from './postgres-store.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../queue/postgres.js';
+import { listen, type Listening } from '../queue/server.js';
 import { systemClock, type Clock, type Effect } from './rules.js';
 import type { JournalEntry, Totals } from './store.js';
 
@@ -83,12 +81,6 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
   };
 }
 
-function urlOf(server: Server): { url: string; port: number } {
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return { url: `http://${host}:${address.port}`, port: address.port };
-}
-
 export async function startReceiver(options: StartReceiverOptions = {}): Promise<ReceiverHandle> {
   const resolved = resolveStartOptions(options);
   const { logger, clock } = resolved;
@@ -103,27 +95,21 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     logger,
     faults: resolved.testMode ? faults : undefined,
   });
-  const server = createServer(app);
+  let listening: Listening;
   try {
-    server.listen(resolved.port, resolved.host);
-    await once(server, 'listening');
+    listening = await listen(app, resolved.host, resolved.port);
   } catch (err) {
     await store.close();
     throw err;
   }
-  const { url, port } = urlOf(server);
+  const { url, port } = listening;
   logger.info({ url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined }, 'receiver listening');
 
   let closing: Promise<void> | undefined;
   const close = async (graceMs: number) => {
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    const force = setTimeout(() => server.closeAllConnections(), graceMs);
-    await closed;
-    clearTimeout(force);
+    await listening.close(graceMs);
     faults.clear();
     await store.close();
-    logger.info('receiver stopped');
   };
 
   return {
