@@ -84,9 +84,6 @@ export class KnexQueueStore implements QueueStore {
    * once per store, not per call.
    */
   private readonly rethrow = (err: unknown): never => {
-    // A rule's answer passes unchanged, even when its message quotes a caller's text that
-    // reads like a driver error.
-    if (err instanceof QueueError) throw err;
     throw this.dialect.unavailable(err) ?? err;
   };
 

@@ -245,12 +245,14 @@ interface QueryObject {
   context?: unknown;
 }
 
-/** True for SQLite's "database is locked" family of errors, which are safe to retry. */
+/**
+ * True for SQLite's "database is locked" family of errors, which are safe to retry. By the
+ * driver's error code only: a message may quote anyone's text (a job id, an apply callback's
+ * error), so an answer that merely reads like "database is locked" is never taken for one.
+ */
 export function isBusyError(err: unknown): boolean {
-  const e = err as { code?: string; errno?: number; message?: string } | null;
-  if (!e) return false;
-  if (e.code === 'SQLITE_BUSY' || e.code === 'SQLITE_LOCKED') return true;
-  return typeof e.message === 'string' && /SQLITE_BUSY|database is locked/.test(e.message);
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
 }
 
 /**

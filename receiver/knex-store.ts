@@ -6,11 +6,10 @@ import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { GroupCommitter } from '../queue/group-commit.js';
 import { isPostgresUnavailable } from '../queue/postgres.js';
-import { retryTransaction } from '../queue/retry.js';
 import { isBusyError, openSqlite, retryBusy } from '../queue/sqlite.js';
 import { ReceiverError } from './errors.js';
 import { migrateReceiver } from './migrations/index.js';
-import type { Effect, JobState, Outcome } from './rules.js';
+import type { Effect, Outcome } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
 
 const EFFECTS = 'receiver_effects';
@@ -82,9 +81,6 @@ function unavailable(err: unknown): ReceiverError | undefined {
  * runs outside the retry and the group commit, so those still see the driver's own errors.
  */
 function rethrow(err: unknown): never {
-  // The receiver's own answers (a ReceiverError thrown by an apply callback...) pass unchanged,
-  // even when a message quotes a caller's text that reads like a driver error.
-  if (err instanceof ReceiverError) throw err;
   throw unavailable(err) ?? err;
 }
 
@@ -204,12 +200,5 @@ export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): 
     throw err;
   }
   const budgetMs = options.busyBudgetMs ?? 10_000;
-  // isBusyError also matches by message; a ReceiverError (thrown by an apply callback) is an
-  // answer, never the driver's, and is not retried whatever its message says.
-  const retryable = (err: unknown) => !(err instanceof ReceiverError) && isBusyError(err);
-  return createKnexEffectStore({
-    knex,
-    retry: (operation) => retryTransaction(operation, retryable, budgetMs),
-    groupCommit: true,
-  });
+  return createKnexEffectStore({ knex, retry: (operation) => retryBusy(operation, budgetMs), groupCommit: true });
 }
