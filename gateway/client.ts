@@ -3,7 +3,7 @@
 // `gateway_unavailable`; an aborted send rejects with the signal's reason.
 import type http from 'node:http';
 import { GatewayError, isGatewayErrorCode, type GatewayErrorCode } from './errors.js';
-import { exchange, keepAliveAgent } from '../queue/http-json.js';
+import { exchange, keepAliveAgent } from '../platform/exchange.js';
 
 export interface GatewayClientOptions {
   /**

@@ -2,7 +2,7 @@
 // and, when a secret is set, signed with the receiver's own signing module over the exact bytes
 // sent. One keep-alive agent per forwarder, so retries and busy workers reuse connections.
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
-import { exchange, keepAliveAgent, type Exchange } from '../queue/http-json.js';
+import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
 
 export interface ForwarderOptions {
   receiverUrl: URL;

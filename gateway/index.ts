@@ -14,7 +14,7 @@ export {
   type RetryPolicy,
   type RetryState,
 } from './rules.js';
-export type { Exchange } from '../queue/http-json.js';
+export type { Exchange } from '../platform/exchange.js';
 export { GatewayError, GATEWAY_ERROR_STATUS, type GatewayErrorCode } from './errors.js';
 export { GATEWAY_DEFAULTS, resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './options.js';
 export { createGatewayApp, type GatewayApp } from './app.js';

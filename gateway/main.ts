@@ -2,7 +2,7 @@
 // The only gateway module that touches `process`.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
-import { onShutdown } from '../queue/server.js';
+import { onShutdown } from '../platform/listen.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
 import { startGateway, type GatewayService } from './service.js';
 

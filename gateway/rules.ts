@@ -3,7 +3,7 @@
 // allows it, and how to say what went wrong. No I/O and no clock: `now` and `random` are passed in.
 import type { Lease } from '../queue/types.js';
 import { GatewayError } from './errors.js';
-import type { Exchange } from '../queue/http-json.js';
+import type { Exchange } from '../platform/exchange.js';
 
 export interface RetryPolicy {
   /** Attempts in all, the first included (1 = never retry). */

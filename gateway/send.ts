@@ -7,7 +7,7 @@ import { QueueError } from '../queue/errors.js';
 import type { Lease } from '../queue/types.js';
 import { GatewayError } from './errors.js';
 import type { Forwarder } from './forwarder.js';
-import type { Exchange } from '../queue/http-json.js';
+import type { Exchange } from '../platform/exchange.js';
 import type { ResolvedGatewayOptions } from './options.js';
 import {
   attemptTimeoutMs,

@@ -2,7 +2,7 @@
 // command line; tests and embedders call it directly.
 import { createGatewayApp } from './app.js';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './options.js';
-import { listen } from '../queue/server.js';
+import { listen } from '../platform/listen.js';
 
 export interface GatewayServiceOptions extends GatewayOptions {
   /** Default 127.0.0.1. */

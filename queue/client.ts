@@ -3,7 +3,7 @@
 // a call whose signal aborts rejects with the signal's reason.
 import type http from 'node:http';
 import { QUEUE_ERROR_STATUS, QueueError, type QueueErrorCode } from './errors.js';
-import { exchange, keepAliveAgent, type Exchange } from './http-json.js';
+import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
 import type { Job, JobStatus, Lease, Stats } from './types.js';
 
 export interface EnqueueInput {

@@ -1,8 +1,8 @@
 // `leasehold queue`: parse flags, start the service, print its URL, stop cleanly on a signal.
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import { redactDb } from './postgres.js';
-import { onShutdown } from './server.js';
+import { redactDb } from '../platform/postgres.js';
+import { onShutdown } from '../platform/listen.js';
 import { startQueue } from './service.js';
 import type { LateFinishPolicy } from './types.js';
 

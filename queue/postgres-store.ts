@@ -14,7 +14,7 @@ import {
   openPostgres,
   parsePostgresUrl,
   retryPg,
-} from './postgres.js';
+} from '../platform/postgres.js';
 import type { Clock, LateFinishPolicy } from './types.js';
 
 export interface PostgresQueueOptions {

@@ -4,9 +4,9 @@
 import type { Knex } from 'knex';
 import { KnexQueueStore, type Dialect } from './knex-store.js';
 import { QueueError } from './errors.js';
-import { GroupCommitter } from './group-commit.js';
+import { GroupCommitter } from '../platform/group-commit.js';
 import { queueMigrations } from './migrations/index.js';
-import { isBusyError, openSqlite, retryBusy, withImmediateTransaction, type SqliteExecutor } from './sqlite.js';
+import { isBusyError, openSqlite, retryBusy, withImmediateTransaction, type SqliteExecutor } from '../platform/sqlite.js';
 import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
 
 export interface SqliteQueueOptions {

@@ -1,6 +1,6 @@
 // The receiver's public surface: the stub starter, the app and middleware, the store, the
 // rules and the signature scheme. Named exports only.
-export { startReceiver, resolveStartOptions, type StartReceiverOptions, type ReceiverHandle } from './server.js';
+export { startReceiver, resolveStartOptions, type StartReceiverOptions, type ReceiverHandle } from './service.js';
 export { createReceiverApp, type ReceiverAppOptions } from './app.js';
 export {
   fencedEffects,

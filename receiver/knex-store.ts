@@ -4,9 +4,9 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
-import { GroupCommitter } from '../queue/group-commit.js';
-import { isPostgresUnavailable } from '../queue/postgres.js';
-import { isBusyError, openSqlite, retryBusy } from '../queue/sqlite.js';
+import { GroupCommitter } from '../platform/group-commit.js';
+import { isPostgresUnavailable } from '../platform/postgres.js';
+import { isBusyError, openSqlite, retryBusy } from '../platform/sqlite.js';
 import { ReceiverError } from './errors.js';
 import { migrateReceiver } from './migrations/index.js';
 import type { Effect, Outcome } from './rules.js';

@@ -2,8 +2,8 @@
 // cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
-import { onShutdown } from '../queue/server.js';
-import { startReceiver, type ReceiverHandle } from './server.js';
+import { onShutdown } from '../platform/listen.js';
+import { startReceiver, type ReceiverHandle } from './service.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** How long a shutdown may take before the process exits anyway. */

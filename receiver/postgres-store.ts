@@ -9,7 +9,7 @@ import {
   openPostgres,
   parsePostgresUrl,
   retryPg,
-} from '../queue/postgres.js';
+} from '../platform/postgres.js';
 import { createKnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
 import type { EffectStore } from './store.js';

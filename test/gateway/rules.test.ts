@@ -1,7 +1,7 @@
 // The gateway's pure forwarding rules: no I/O, no clock — `now` and `random` are arguments.
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../gateway/errors.js';
-import type { Exchange } from '../../queue/http-json.js';
+import type { Exchange } from '../../platform/exchange.js';
 import {
   attemptTimeoutMs,
   backoffMs,

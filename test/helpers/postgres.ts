@@ -3,7 +3,7 @@
 // printed) when it fails, like tempDir's folders.
 import { randomBytes } from 'node:crypto';
 import { onTestFinished } from 'vitest';
-import { openPostgres, parsePostgresUrl } from '../../queue/postgres.js';
+import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 
 export const TEST_DATABASE_URL = process.env.LEASEHOLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 

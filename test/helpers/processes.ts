@@ -1,4 +1,4 @@
-// Leasehold services as real child processes (`node dist/queue/cli.js <service> ...`): started
+// Leasehold services as real child processes (`node dist/cli/leasehold.js <service> ...`): started
 // on the flags given, resolved once they print the URL they listen on, SIGKILLed after the test,
 // and their output printed when the test fails.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CLI = join(ROOT, 'dist', 'queue', 'cli.js');
+export const CLI = join(ROOT, 'dist', 'cli', 'leasehold.js');
 
 export interface Running {
   child: ChildProcess;

@@ -1,7 +1,7 @@
 // A second connection that holds a SQLite file's write lock, as another process would, so a
 // test can keep the queue's writes waiting for as long as it needs.
 import { onTestFinished } from 'vitest';
-import { openSqlite } from '../../queue/sqlite.js';
+import { openSqlite } from '../../platform/sqlite.js';
 
 /**
  * Another connection on `filename` takes the write lock (BEGIN IMMEDIATE, as a second process

@@ -5,7 +5,7 @@ import type http from 'node:http';
 import { getEventListeners } from 'node:events';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { keepAliveAgent } from '../../queue/http-json.js';
+import { keepAliveAgent } from '../../platform/exchange.js';
 import { QueueClient, QueueError, startQueue, type QueueService } from '../../queue/index.js';
 import { holdWriteLock } from '../helpers/sqlite-lock.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { createQueueApp, openQueueStore, type QueueStore } from '../../queue/index.js';
 import { KnexQueueStore } from '../../queue/knex-store.js';
 import { postgresDialect } from '../../queue/postgres-store.js';
-import { isPostgresUrl, openPostgres, parsePostgresUrl, redactDb } from '../../queue/postgres.js';
+import { isPostgresUrl, openPostgres, parsePostgresUrl, redactDb } from '../../platform/postgres.js';
 import { createReceiverApp, createKnexEffectStore } from '../../receiver/index.js';
 
 const closers: Array<() => Promise<void>> = [];

@@ -1,7 +1,7 @@
 // The store conformance suite on PostgreSQL, each test in a schema of its own; plus what only
 // PostgreSQL has: the server's clock as the authority, and concurrent claims on several pools.
 import { afterEach, describe, expect, test } from 'vitest';
-import { openPostgres, parsePostgresUrl } from '../../queue/postgres.js';
+import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 import { openPostgresQueueStore, type Lease, type QueueStore } from '../../queue/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';

@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import express from 'express';
 import request from 'supertest';
 import type { Knex } from 'knex';
-import { openPostgres, parsePostgresUrl } from '../../queue/postgres.js';
+import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 import { fencedEffects, openPostgresEffectStore, type ApplyEffect } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';

@@ -6,7 +6,7 @@ import express from 'express';
 import request from 'supertest';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
-import { openSqlite } from '../../queue/sqlite.js';
+import { openSqlite } from '../../platform/sqlite.js';
 import { fencedEffects, ReceiverError, type Effect, type EffectStore } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { holdWriteLock } from '../helpers/sqlite-lock.js';

@@ -2,8 +2,8 @@
 // (the driver's error kept as `cause`) and records nothing; the HTTP layer only renders it.
 import { describe, expect, onTestFinished, test } from 'vitest';
 import { join } from 'node:path';
-import { openPostgres, parsePostgresUrl } from '../../queue/postgres.js';
-import { isBusyError } from '../../queue/sqlite.js';
+import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
+import { isBusyError } from '../../platform/sqlite.js';
 import { holdWriteLock } from '../helpers/sqlite-lock.js';
 import { createKnexEffectStore, openSqliteEffectStore, recordEffect, ReceiverError } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';

@@ -1,6 +1,6 @@
 // The receiver store conformance suite on real SQLite files, plus SQLite-only schema checks.
 import { describe, expect, test } from 'vitest';
-import { openSqlite } from '../../queue/sqlite.js';
+import { openSqlite } from '../../platform/sqlite.js';
 import { openSqliteEffectStore, RECEIVER_MIGRATIONS_TABLE } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { join } from 'node:path';

@@ -6,9 +6,9 @@ import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { describe, expect, onTestFinished, test } from 'vitest';
-import { formatEntry, runDemo, type DemoResult } from '../../queue/demo/index.js';
+import { formatEntry, runDemo, type DemoResult } from '../../demo/index.js';
 
-const CLI = fileURLToPath(new URL('../../dist/queue/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/leasehold.js', import.meta.url));
 
 /** Keeps the demo's temp dir and prints it with the timeline when the test fails; removes it otherwise. */
 function keepOnFailure(result: DemoResult): void {

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, onTestFinished, test } from 'vitest';
-import type { WorkerLine } from '../../queue/worker/index.js';
+import type { WorkerLine } from '../../worker/index.js';
 import { QueueClient } from '../../queue/client.js';
 import { closeAfterTest, setup } from '../worker/setup.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const CLI = fileURLToPath(new URL('../../dist/queue/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/leasehold.js', import.meta.url));
 
 interface Run {
   child: ChildProcessWithoutNullStreams;

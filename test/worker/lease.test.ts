@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../gateway/errors.js';
 import { QueueError } from '../../queue/errors.js';
-import { LeaseLostError, type JobContext, type QueueApi } from '../../queue/worker/index.js';
+import { LeaseLostError, type JobContext, type QueueApi } from '../../worker/index.js';
 import { eventually, setup, timeline } from './setup.js';
 
 describe('a handler that runs longer than its lease', () => {

@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../gateway/errors.js';
 import { QueueError, staleLeaseError } from '../../queue/errors.js';
-import { estimateLeaseEnd, heartbeatIntervalMs, LeaseLostError, refusalOf } from '../../queue/worker/index.js';
+import { estimateLeaseEnd, heartbeatIntervalMs, LeaseLostError, refusalOf } from '../../worker/index.js';
 
 describe('heartbeatIntervalMs', () => {
   test('is a third of the lease, never under 100 ms', () => {

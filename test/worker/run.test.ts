@@ -2,7 +2,7 @@
 // stop lets the job in hand drain, then hands it back so another worker can take it at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
-import { createWorker, runWorker, type WorkerEvent } from '../../queue/worker/index.js';
+import { createWorker, runWorker, type WorkerEvent } from '../../worker/index.js';
 import { eventually, setup, timeline } from './setup.js';
 
 describe('runWorker', () => {

@@ -8,7 +8,7 @@ import { startGateway, type GatewayService } from '../../gateway/service.js';
 import { QueueClient } from '../../queue/client.js';
 import { startQueue, type QueueService } from '../../queue/service.js';
 import type { Clock, Lease } from '../../queue/types.js';
-import { createWorker, type Worker, type WorkerEvent, type WorkerOptions } from '../../queue/worker/index.js';
+import { createWorker, type Worker, type WorkerEvent, type WorkerOptions } from '../../worker/index.js';
 import { startReceiver, type ReceiverHandle } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 

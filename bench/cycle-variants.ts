@@ -1,0 +1,165 @@
+// One claim + finish cycle, several ways, each timed per statement inside the driver: the
+// store as shipped, and the store's own SQL (claimIn/finishIn) on the bare driver without
+// knex, with statements prepared once or prepared on every call.
+import { claimIn, finishIn, type Executor } from '../queue/knex-store.js';
+import { sqliteDialect } from '../queue/sqlite-store.js';
+import type { QueueStore } from '../queue/store.js';
+import { systemClock } from '../queue/types.js';
+import type sqlite3 from 'sqlite3';
+import { openBare, type BareDb } from './bare-sqlite.js';
+import { runLoops, type Cycle } from './loops.js';
+import { QueueDb, counted, type Probe } from './measure.js';
+import { openObservedSqliteStore } from './observed-store.js';
+import { StatementClock } from './statement-clock.js';
+
+const LEASE_MS = 30_000;
+const OWNER = 'bench-profile';
+
+export interface Breakdown {
+  cycles: number;
+  wallMsPerCycle: number;
+  /** Time inside the driver (statement execution, fsync, thread-pool hop). */
+  driverMsPerCycle: number;
+  statementsPerCycle: number;
+  kinds: { kind: string; callsPerCycle: number; msPerCall: number }[];
+}
+
+export interface CycleVariant extends Probe {
+  id: string;
+  label: string;
+  /** Where the time of the cycles since the last reset went. */
+  breakdown(): Breakdown;
+  resetBreakdown(): void;
+  close(): Promise<void>;
+}
+
+export interface Schema {
+  /** Statements run once on a freshly migrated file. */
+  changes: string[];
+}
+
+export const SHIPPED: Schema = { changes: [] };
+/**
+ * The index migration 002 dropped: SQLite's planner preferred it to the partial indexes and
+ * sorted every pending job on each claim. Kept here to show that cost against the backlog.
+ */
+export const WITH_STATUS_INDEX: Schema = { changes: ['CREATE INDEX IF NOT EXISTS queue_jobs_status ON queue_jobs (status)'] };
+
+export function breakdownOf(clock: StatementClock, cycles: number, wallMs: number): Breakdown {
+  const per = (n: number) => (cycles > 0 ? n / cycles : 0);
+  return {
+    cycles,
+    wallMsPerCycle: per(wallMs),
+    driverMsPerCycle: per(clock.driverMs()),
+    statementsPerCycle: per(clock.statements()),
+    kinds: [...clock.totals.entries()].map(([kind, t]) => ({ kind, callsPerCycle: per(t.calls), msPerCall: t.ms / t.calls })),
+  };
+}
+
+/** A variant whose cycle runs on `queue`'s database, timed by `clock`. */
+function variant(id: string, label: string, queue: QueueDb, clock: StatementClock, cycle: Cycle, close: () => Promise<void>): CycleVariant {
+  let cycles = 0;
+  let wallMs = 0;
+  return {
+    id,
+    label,
+    async prepare(slice) {
+      // Statements sent while topping up are not the cycle's.
+      clock.paused = true;
+      try {
+        await queue.prepare(slice, id);
+      } finally {
+        clock.paused = false;
+      }
+    },
+    async slice(ms) {
+      const statementsBefore = clock.statements();
+      const result = await counted(() => queue.commits(), () => runLoops(1, ms, cycle), () => clock.statements() - statementsBefore);
+      cycles += result.jobs;
+      wallMs += result.elapsedMs;
+      return result;
+    },
+    breakdown: () => breakdownOf(clock, cycles, wallMs),
+    resetBreakdown() {
+      clock.reset();
+      cycles = 0;
+      wallMs = 0;
+    },
+    close,
+  };
+}
+
+function storeCycle(store: QueueStore): Cycle {
+  return async () => {
+    const lease = await store.claim(OWNER, LEASE_MS);
+    if (!lease) return false;
+    await store.finish(lease.id, { owner: OWNER, token: lease.token }, null);
+    return true;
+  };
+}
+
+/** store.claim + store.finish on the store as the queue opens it, its driver connection timed. */
+export async function storeVariant(db: string, id: string, label: string): Promise<CycleVariant> {
+  const clock = new StatementClock();
+  const store = await openObservedSqliteStore(db, clock);
+  return variant(id, label, QueueDb.wrap(db, store), clock, storeCycle(store), () => store.close());
+}
+
+/**
+ * The store's own claimIn/finishIn on the bare driver: the same SQL and transactions, no knex;
+ * each statement prepared once and reused (as queue/sqlite.ts does), or on every call.
+ */
+export async function bareVariant(db: string, id: string, label: string, prepared: boolean): Promise<CycleVariant> {
+  const queue = await QueueDb.open(db);
+  const bare = await openBare(db);
+  const clock = new StatementClock();
+  clock.wrap(bare.handle as unknown as Record<string, unknown>);
+  const executor = prepared ? preparedExecutor(bare) : unpreparedExecutor(bare);
+  const dialect = sqliteDialect(systemClock, 60_000);
+  const cycle: Cycle = async () => {
+    const lease = await inTransaction(bare, () => claimIn(executor, dialect, OWNER, LEASE_MS, Date.now()));
+    if (!lease) return false;
+    await inTransaction(bare, () => finishIn(executor, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now()));
+    return true;
+  };
+  return variant(id, label, queue, clock, cycle, async () => {
+    await executor.release();
+    await bare.close();
+    await queue.close();
+  });
+}
+
+/** A stand-in for knex where the store's functions only call `raw(sql, bindings)`. */
+export type BareExecutor = Executor & { release(): Promise<void> };
+
+export function unpreparedExecutor(bare: BareDb): BareExecutor {
+  return { raw: (sql: string, bindings: unknown[]) => bare.all(sql, bindings), release: async () => undefined } as unknown as BareExecutor;
+}
+
+/** Each distinct statement prepared once and reused, as queue/sqlite.ts does. */
+export function preparedExecutor(bare: BareDb): BareExecutor {
+  const statements = new Map<string, sqlite3.Statement>();
+  const raw = (sql: string, bindings: unknown[]) => {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = bare.handle.prepare(sql, () => undefined)));
+    return new Promise<unknown[]>((resolve, reject) =>
+      statement.all(bindings, (err: Error | null, rows: unknown[]) => (err ? reject(err) : resolve(rows))),
+    );
+  };
+  const release = async () => {
+    for (const statement of statements.values()) await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
+  };
+  return { raw, release } as unknown as BareExecutor;
+}
+
+export async function inTransaction<T>(db: BareDb, work: () => Promise<T>): Promise<T> {
+  await db.run('BEGIN IMMEDIATE');
+  try {
+    const value = await work();
+    await db.run('COMMIT');
+    return value;
+  } catch (err) {
+    await db.run('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}

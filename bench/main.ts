@@ -1,0 +1,109 @@
+// `npm run bench`: how close the queue, the HTTP service and the whole system come to the
+// physical limit of their storage, measured side by side on this machine in the same run.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { analyse } from './analysis.js';
+import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags, type BenchOptions } from './options.js';
+import { runProfile } from './profile.js';
+import { renderProfile, summarizeProfile } from './profile-report.js';
+import { renderJson, renderText } from './report.js';
+import { killAll, profileChildrenInto } from './processes.js';
+import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
+
+function count(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number.');
+  return Number(value);
+}
+
+const { full, quick } = PRESETS;
+const program = new Command('npm run bench --')
+  .description(
+    'Measure the queue, the queue over HTTP and the whole system against the raw SQLite write limit of the same disk, ' +
+      'round after round, and print each as a ratio taken within the round.',
+  )
+  .option('--quick', `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`)
+  .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
+  .addOption(new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(count))
+  .addOption(new Option('--window-ms <ms>', `measured time per column and round (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(count))
+  .addOption(
+    new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round').argParser(count).default(DEFAULT_SLICE_MS),
+  )
+  .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(count))
+  .addOption(new Option('--backlog <n>', 'pending jobs at the start of each slice, on top of what the slice can consume').argParser(count).default(DEFAULT_BACKLOG))
+  .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(count).default(DEFAULT_WORKERS))
+  .option('--dir <path>', 'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)')
+  .option('--keep', 'keep the databases afterwards')
+  .option(
+    '--postgres <url>',
+    "also measure PostgreSQL at this URL: its own write limit, the queue library and end to end, each in a schema of its own, dropped afterwards",
+  )
+  .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
+  .option('--profile-only', 'only the breakdown of the library cycle, not the main table')
+  .addOption(
+    new Option('--profile-rounds <n>', `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`).argParser(count),
+  )
+  .option(
+    '--cpu-prof-dir <dir>',
+    'write a V8 CPU profile of every service and reference front into <dir>; summarise with `node dist/bench/cpu-profiles.js <dir>`',
+  )
+  .addHelpText(
+    'after',
+    [
+      '',
+      'Columns: the limit (BEGIN IMMEDIATE; UPDATE one row; COMMIT on the bare sqlite3 driver, rollback journal,',
+      'synchronous=FULL), the queue library (store.claim + store.finish), the queue over HTTP (a `leasehold queue`',
+      'child process and QueueClient), end to end (queue, receiver and gateway child processes, worker processes that',
+      'claim, send through the gateway and finish: the benchmark\'s own minimal worker, then `leasehold worker`).',
+      'tx/job counts durable commits from the SQLite file change counter. Each claim + finish costs two write',
+      'transactions, so 0.5 of the limit is the one-transaction-per-step ceiling. The breakdown after the tables',
+      'times every statement of one library cycle inside the driver. The README\'s Benchmarks section explains each.',
+    ].join('\n'),
+  );
+
+program.parse(process.argv);
+const flags = program.opts<BenchFlags>();
+
+function optionsOrExit(): BenchOptions {
+  try {
+    return resolveOptions(flags);
+  } catch (err) {
+    return program.error(`error: ${(err as Error).message}`);
+  }
+}
+const options = optionsOrExit();
+if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+const dir = makeRunDir(options);
+process.on('exit', killAll);
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: stopping; databases ${options.keep ? 'kept' : 'removed'} (${dir})`);
+    killAll();
+    if (!options.keep) rmSync(dir, { recursive: true, force: true });
+    // PostgreSQL schemas are dropped too, within a few seconds; a second signal exits at once.
+    process.once(signal, () => process.exit(code));
+    const giveUp = setTimeout(() => process.exit(code), 10_000);
+    cleanUpInterruptedRun()
+      .catch((err: unknown) => progress(`could not drop the PostgreSQL schemas: ${(err as Error).message}`))
+      .finally(() => {
+        clearTimeout(giveUp);
+        process.exit(code);
+      });
+  });
+}
+progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`);
+try {
+  const run = options.profileOnly ? null : await runBench(options, dir, progress);
+  const analysis = run ? analyse(run) : null;
+  const profile = options.profile ? await runProfile(dir, options.profile, progress) : null;
+  const profileSummary = profile ? summarizeProfile(profile) : null;
+  if (options.json) {
+    process.stdout.write(`${renderJson(run, analysis, { profile: profileSummary, profileRounds: profile?.rounds ?? null })}\n`);
+  } else {
+    const sections = [run && analysis ? renderText(run, analysis) : null, profile && profileSummary ? renderProfile(profile, profileSummary) : null];
+    process.stdout.write(`${sections.filter((s) => s !== null).join('\n\n')}\n`);
+  }
+} finally {
+  if (!options.keep) rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,116 @@
+// Benchmark options: two presets (full and --quick), flags that override them, and where the
+// databases go — a temporary folder on the same device as the repository, so the limit and
+// the system are measured on the same disk.
+import { statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ProfileOptions } from './profile.js';
+
+export interface BenchFlags {
+  quick?: boolean;
+  json?: boolean;
+  rounds?: number;
+  windowMs?: number;
+  sliceMs?: number;
+  samples?: number;
+  backlog?: number;
+  workers?: number;
+  dir?: string;
+  keep?: boolean;
+  postgres?: string;
+  profile?: boolean;
+  profileOnly?: boolean;
+  profileRounds?: number;
+  cpuProfDir?: string;
+}
+
+export interface BenchOptions {
+  preset: 'quick' | 'full';
+  json: boolean;
+  rounds: number;
+  /** Measured time per column and round. */
+  windowMs: number;
+  /** Columns take turns in slices of about this long within a round. */
+  sliceMs: number;
+  /** Latency samples of each kind per round. */
+  samples: number;
+  backlog: number;
+  workers: number;
+  /** Parent folder for this run's temporary folder. */
+  baseDir: string;
+  /** Why baseDir was chosen. */
+  baseDirReason: string;
+  keep: boolean;
+  postgres: string | undefined;
+  profile: ProfileOptions | null;
+  /** Skip the main table: only the breakdown of the library cycle. */
+  profileOnly: boolean;
+}
+
+export const PRESETS = {
+  full: { rounds: 10, windowMs: 1_500, samples: 150, profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] } },
+  quick: { rounds: 5, windowMs: 300, samples: 40, profile: { rounds: 2, windowMs: 400, backlogSizes: [100, 10_000] } },
+} as const;
+
+export const DEFAULT_BACKLOG = 1_000;
+export const DEFAULT_SLICE_MS = 250;
+export const DEFAULT_WORKERS = 4;
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export function resolveOptions(flags: BenchFlags): BenchOptions {
+  const preset = flags.quick ? 'quick' : 'full';
+  const base = PRESETS[preset];
+  const rounds = flags.rounds ?? base.rounds;
+  const windowMs = flags.windowMs ?? base.windowMs;
+  const sliceMs = Math.min(flags.sliceMs ?? DEFAULT_SLICE_MS, windowMs);
+  const samples = flags.samples ?? base.samples;
+  const backlog = flags.backlog ?? DEFAULT_BACKLOG;
+  const workers = flags.workers ?? DEFAULT_WORKERS;
+  if (rounds < 1) throw new RangeError(`--rounds must be at least 1, got ${rounds}.`);
+  if (windowMs < 100) throw new RangeError(`--window-ms must be at least 100, got ${windowMs}.`);
+  if (sliceMs < 50) throw new RangeError(`--slice-ms must be at least 50, got ${sliceMs}.`);
+  if (samples < 10) throw new RangeError(`--samples must be at least 10 (a p99 needs them), got ${samples}.`);
+  if (backlog < 0) throw new RangeError(`--backlog must be 0 or more, got ${backlog}.`);
+  if (workers < 2) throw new RangeError(`--workers must be at least 2, got ${workers}.`);
+  if (flags.profile === false && flags.profileOnly) throw new RangeError('--profile-only and --no-profile contradict each other.');
+  if (flags.profileRounds !== undefined && flags.profileRounds < 1) throw new RangeError('--profile-rounds must be at least 1.');
+  if (flags.postgres !== undefined && !/^postgres(ql)?:\/\//.test(flags.postgres)) {
+    throw new RangeError(`--postgres must be a postgres:// URL, got "${flags.postgres}".`);
+  }
+  const { dir, reason } = flags.dir ? { dir: flags.dir, reason: 'chosen with --dir' } : sameDeviceDir();
+  return {
+    preset,
+    json: flags.json ?? false,
+    rounds,
+    windowMs,
+    sliceMs,
+    samples,
+    backlog,
+    workers,
+    baseDir: dir,
+    baseDirReason: reason,
+    keep: flags.keep ?? false,
+    postgres: flags.postgres,
+    profile:
+      flags.profile === false
+        ? null
+        : {
+            ...base.profile,
+            rounds: flags.profileRounds ?? base.profile.rounds,
+            windowMs: flags.windowMs ?? base.profile.windowMs,
+            sliceMs,
+            backlogSizes: [...base.profile.backlogSizes],
+            backlog,
+          },
+    profileOnly: flags.profileOnly ?? false,
+  };
+}
+
+/** The system temp folder when it sits on the repository's device, else `.bench/` in the repository. */
+function sameDeviceDir(): { dir: string; reason: string } {
+  const tmp = tmpdir();
+  if (statSync(tmp).dev === statSync(REPO_ROOT).dev) return { dir: tmp, reason: 'temp folder, same device as the repository' };
+  return { dir: join(REPO_ROOT, '.bench'), reason: 'temp folder is on another device than the repository' };
+}

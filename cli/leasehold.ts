@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// The `leasehold` command: one entry point that starts each service, a worker or the demo.
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { queueCommand } from '../queue/main.js';
+import { gatewayCommand } from '../gateway/main.js';
+import { receiverCommand } from '../receiver/main.js';
+import { workerCommand } from '../worker/main.js';
+import { demoCommand, startCommand } from '../demo/main.js';
+
+const program = new Command('leasehold')
+  .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
+  .version(packageVersion(), '-v, --version')
+  .showHelpAfterError()
+  .enablePositionalOptions();
+
+// Each service registers its own subcommand below (see each folder's main.ts).
+program.addCommand(queueCommand());
+program.addCommand(gatewayCommand());
+program.addCommand(receiverCommand());
+program.addCommand(workerCommand());
+program.addCommand(demoCommand());
+program.addCommand(startCommand());
+
+await program.parseAsync(process.argv);
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}

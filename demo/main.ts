@@ -1,0 +1,173 @@
+// `leasehold demo` and `leasehold start`: parse flags, run, print. The demo's work is in
+// scenario.ts; the services' in start.ts.
+import { fileURLToPath } from 'node:url';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEMO_DEFAULTS } from './options.js';
+import { runDemo, type DemoResult } from './scenario.js';
+import { startServices } from './start.js';
+import { formatChecks, formatEntry } from './timeline.js';
+
+/** The CLI this module was built next to: every process the demo starts is `node <it> <command>`. */
+const CLI_PATH = fileURLToPath(new URL('../cli/leasehold.js', import.meta.url));
+
+interface DemoFlags {
+  jobs: number;
+  workers: number;
+  leaseMs: number;
+  workMs: number;
+  seed: number;
+  keep: boolean;
+}
+
+export function demoCommand(): Command {
+  return new Command('demo')
+    .description(
+      'Run the whole system as separate processes — queue, gateway, receiver and workers — freeze one worker while it holds a lease and kill another mid-job, print the timeline, then check that every job took effect exactly once.',
+    )
+    .addOption(new Option('--jobs <n>', 'how many jobs (at least 6)').argParser(integer).default(DEMO_DEFAULTS.jobs))
+    .addOption(new Option('--workers <n>', 'how many worker processes (at least 3: one frozen, one killed, one carrying on)').argParser(integer).default(DEMO_DEFAULTS.workers))
+    .addOption(new Option('--lease-ms <ms>', 'the lease each worker asks for (600 to 60000)').argParser(integer).default(DEMO_DEFAULTS.leaseMs))
+    .addOption(new Option('--work-ms <ms>', 'simulated work per job').argParser(integer).default(DEMO_DEFAULTS.workMs))
+    .addOption(new Option('--seed <n>', "seed of the jobs' quantities: the same seed gives the same jobs").argParser(integer).default(DEMO_DEFAULTS.seed))
+    .option('--keep', 'keep the temp dir (SQLite files, service logs, timeline.txt, events.jsonl) even when the run passes', false)
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Exit code 0 only when every job is done, each exactly once in effect, the receiver\'s total equals the sum of',
+        "the jobs' quantities, the frozen worker's stale send and stale finish were refused (409 stale_lease) and the",
+        "killed worker's job was done by another worker. Otherwise 1, with the reasons; the temp dir is then kept.",
+        'Ctrl-C stops every process it started.',
+      ].join('\n'),
+    )
+    .action(async (flags: DemoFlags, command: Command) => {
+      const interrupt = new AbortController();
+      const onSignal = () => {
+        if (interrupt.signal.aborted) process.exit(130);
+        process.stdout.write('\ninterrupted: stopping every process...\n');
+        interrupt.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      process.stdout.write(
+        [
+          `leasehold demo: the queue, the gateway, the receiver and ${flags.workers} workers, each its own process.`,
+          'w1 is frozen (SIGSTOP) twice while it holds a lease — right before it sends, then right before it finishes —',
+          'and resumed once another worker has taken its job over; another worker is killed (SIGKILL) mid-job.',
+          'Whatever the stale worker does after waking must be refused, and every job must take effect exactly once.',
+          '',
+        ].join('\n'),
+      );
+      let result: DemoResult;
+      try {
+        result = await runDemo({
+          cliPath: CLI_PATH,
+          ...flags,
+          signal: interrupt.signal,
+          onEntry: (entry) => process.stdout.write(`${formatEntry(entry)}\n`),
+        });
+      } catch (err) {
+        if (err instanceof RangeError) command.error(`error: ${err.message}`);
+        throw err;
+      }
+      process.stdout.write(`${verdictText(result).join('\n')}\n`);
+      process.exit(result.ok ? 0 : interrupt.signal.aborted ? 130 : 1);
+    });
+}
+
+export function verdictText(result: DemoResult): string[] {
+  const seconds = (result.durationMs / 1000).toFixed(1);
+  const lines = ['', "verdict (from the queue's /stats and /jobs, the receiver's /totals, /effects and /journal):", ...formatChecks(result.checks), ''];
+  if (result.ok) {
+    const total = result.final!.totals.qty;
+    lines.push(
+      `PASS in ${seconds} s: ${result.jobs.length} jobs done exactly once in effect; the receiver's total ${total} equals the jobs' ${total};`,
+      "the frozen worker's stale send and stale finish were refused, and the killed worker's job was done by another.",
+    );
+  } else {
+    lines.push(`FAIL after ${seconds} s:`, ...result.reasons.map((r) => `  - ${r}`));
+  }
+  if (result.kept) lines.push(`files kept in ${result.dir}`);
+  return lines;
+}
+
+interface StartFlags {
+  queuePort: number;
+  gatewayPort: number;
+  receiverPort: number;
+  host: string;
+  data: string;
+  logLevel: string;
+}
+
+export function startCommand(): Command {
+  return new Command('start')
+    .description('Run the queue, the gateway and the receiver together in the foreground until Ctrl-C.')
+    .addOption(new Option('--queue-port <port>', "the queue's port").argParser(port).default(4100))
+    .addOption(new Option('--gateway-port <port>', "the gateway's port").argParser(port).default(4200))
+    .addOption(new Option('--receiver-port <port>', "the receiver's port").argParser(port).default(4300))
+    .option('--host <host>', 'address the three bind to', '127.0.0.1')
+    .option('--data <dir>', 'folder for queue.sqlite and receiver.sqlite (created if missing)', './data')
+    .addOption(
+      new Option('--log-level <level>', "the services' log level (JSON lines on stderr)")
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .default('info'),
+    )
+    .addHelpText('after', '\nLEASEHOLD_SECRET, when set, is passed on: the gateway signs what it forwards and the receiver checks it.')
+    .action(async (flags: StartFlags) => {
+      let running;
+      try {
+        running = await startServices({
+          cliPath: CLI_PATH,
+          host: flags.host,
+          ports: { queue: flags.queuePort, gateway: flags.gatewayPort, receiver: flags.receiverPort },
+          dataDir: flags.data,
+          logLevel: flags.logLevel,
+        });
+      } catch (err) {
+        process.stderr.write(`leasehold start: ${(err as Error).message}\n`);
+        process.exit(1);
+      }
+      const { urls } = running;
+      process.stdout.write(
+        [
+          `leasehold queue    ${urls.queue}`,
+          `leasehold gateway  ${urls.gateway}`,
+          `leasehold receiver ${urls.receiver}`,
+          `data in ${flags.data}; Ctrl-C stops all three`,
+          '',
+        ].join('\n'),
+      );
+      let stopping = false;
+      const stop = (code: number) => {
+        if (stopping) process.exit(1);
+        stopping = true;
+        process.stdout.write('stopping: gateway first, then queue and receiver...\n');
+        running.stop().then(
+          () => {
+            process.stdout.write('stopped\n');
+            process.exit(code);
+          },
+          () => process.exit(1),
+        );
+      };
+      process.on('SIGINT', () => stop(0));
+      process.on('SIGTERM', () => stop(0));
+      void running.exited.then((why) => {
+        process.stderr.write(`leasehold start: ${why}\n`);
+        stop(1);
+      });
+    });
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a non-negative integer.');
+  return n;
+}
+
+function port(value: string): number {
+  const n = integer(value);
+  if (n > 65_535) throw new InvalidArgumentError('expected a port from 0 to 65535.');
+  return n;
+}

@@ -1,0 +1,77 @@
+// The three services as separate processes, started in dependency order (queue and receiver,
+// then the gateway that points at both), and read back over their HTTP APIs at the end.
+import { QueueClient } from '../queue/client.js';
+import type { Child, ChildGroup } from './processes.js';
+import type { FinalState, JournalRow, ReceiverEffect } from './verdict.js';
+
+export interface ServiceUrls {
+  queue: string;
+  gateway: string;
+  receiver: string;
+}
+
+export interface ServiceChildren {
+  queue: Child;
+  gateway: Child;
+  receiver: Child;
+}
+
+export interface StartServicesOptions {
+  cliPath: string;
+  group: ChildGroup;
+  host: string;
+  ports: { queue: number; gateway: number; receiver: number };
+  db: { queue: string; receiver: string };
+  logLevel: string;
+  /** Where each service's stderr goes: a log file per service, or this process's stderr. */
+  stderr(name: keyof ServiceUrls): { file: string } | 'inherit';
+  /** Shared by the gateway (signs) and the receiver (checks); none: unsigned. */
+  secret?: string | undefined;
+  /** Each service as it becomes ready. */
+  onReady?(name: keyof ServiceUrls, url: string, child: Child): void;
+  readyTimeoutMs?: number;
+}
+
+export async function startServiceProcesses(options: StartServicesOptions): Promise<{ urls: ServiceUrls; children: ServiceChildren }> {
+  const timeoutMs = options.readyTimeoutMs ?? 20_000;
+  const env = options.secret === undefined ? { ...process.env } : { ...process.env, LEASEHOLD_SECRET: options.secret };
+  const common = (port: number) => ['--host', options.host, '--port', String(port), '--log-level', options.logLevel];
+  const start = async (name: keyof ServiceUrls, args: string[]) => {
+    const child = options.group.spawn({ name, cliPath: options.cliPath, args: [name, ...args], env, stderr: options.stderr(name) });
+    const url = await child.waitForUrl(timeoutMs);
+    options.onReady?.(name, url, child);
+    return { child, url };
+  };
+  const [queue, receiver] = await Promise.all([
+    start('queue', [...common(options.ports.queue), '--db', options.db.queue]),
+    start('receiver', [...common(options.ports.receiver), '--db', options.db.receiver]),
+  ]);
+  const gateway = await start('gateway', [...common(options.ports.gateway), '--queue', queue.url, '--receiver', receiver.url]);
+  return {
+    urls: { queue: queue.url, gateway: gateway.url, receiver: receiver.url },
+    children: { queue: queue.child, gateway: gateway.child, receiver: receiver.child },
+  };
+}
+
+/** What the queue and the receiver say at the end, from their HTTP APIs only. */
+export async function readFinalState(urls: Pick<ServiceUrls, 'queue' | 'receiver'>): Promise<FinalState> {
+  const queue = new QueueClient(urls.queue);
+  try {
+    const [stats, jobs, totals, effects, journal] = await Promise.all([
+      queue.stats(),
+      queue.list({ limit: 1000 }),
+      getJson<{ effects: number; qty: number }>(urls.receiver, '/totals'),
+      getJson<{ effects: ReceiverEffect[] }>(urls.receiver, '/effects'),
+      getJson<{ journal: JournalRow[] }>(urls.receiver, '/journal'),
+    ]);
+    return { stats, jobs, totals, effects: effects.effects, journal: journal.journal };
+  } finally {
+    queue.close();
+  }
+}
+
+async function getJson<T>(base: string, path: string): Promise<T> {
+  const res = await fetch(new URL(path, base), { signal: AbortSignal.timeout(10_000) });
+  if (!res.ok) throw new Error(`GET ${path} on ${base} answered ${res.status}`);
+  return (await res.json()) as T;
+}

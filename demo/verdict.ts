@@ -1,0 +1,186 @@
+// The demo's verdict, as a pure function of what the services say at the end and what the
+// scenario recorded: every job done exactly once in effect, the totals equal, and each staged
+// fault refused or recovered as it should be.
+import type { Job, Stats } from '../queue/types.js';
+import type { WorkerLine } from '../worker/events.js';
+import type { DemoJob } from './jobs.js';
+
+/** A freeze the demo staged: a worker stopped inside an injected stall, resumed after a takeover. */
+export interface Freeze {
+  worker: string;
+  job: string;
+  token: number;
+  before: 'send' | 'finish';
+  frozenAt: number;
+  takenOverBy?: { worker: string; token: number };
+  resumedAt?: number;
+  /** The refusal the resumed worker reported for its stale call. */
+  refusal?: { op: string; status: number; code: string; reason?: string };
+  /** Set when the worker reported the lease lost for this job after it was resumed. */
+  lostReported?: boolean;
+  /** Set when nobody took the job over (the freeze missed its stall) and the demo resumed it anyway. */
+  missed?: boolean;
+}
+
+export interface Kill {
+  worker: string;
+  job: string;
+  token: number;
+  killedAt: number;
+  recoveredBy?: { worker: string; token: number };
+}
+
+export interface ScenarioRecord {
+  staleSend?: Freeze;
+  staleFinish?: Freeze;
+  kill?: Kill;
+}
+
+export interface ReceiverEffect {
+  jobId: string;
+  qty: number;
+  token: number;
+}
+
+export interface JournalRow {
+  jobId: string;
+  qty: number;
+  token: number;
+  outcome: string;
+}
+
+/** What the queue and the receiver say over HTTP once the run is over. */
+export interface FinalState {
+  stats: Stats;
+  jobs: Job[];
+  totals: { effects: number; qty: number };
+  effects: ReceiverEffect[];
+  journal: JournalRow[];
+}
+
+export interface Check {
+  label: string;
+  expected: string;
+  actual: string;
+  /** Undefined for a row that only informs. */
+  ok?: boolean;
+}
+
+export interface VerdictInput {
+  jobs: readonly DemoJob[];
+  final: FinalState;
+  scenario: ScenarioRecord;
+  events: readonly WorkerLine[];
+}
+
+export function judgeDemo({ jobs, final, scenario, events }: VerdictInput): Check[] {
+  const expectedQty = jobs.reduce((sum, j) => sum + j.qty, 0);
+  const { stats, totals } = final;
+  const checks: Check[] = [
+    {
+      label: 'jobs done (queue /stats)',
+      expected: `${jobs.length} done, 0 other`,
+      actual: `${stats.done} done, ${stats.pending} pending, ${stats.leased} leased, ${stats.dead} dead`,
+      ok: stats.done === jobs.length && stats.pending + stats.leased + stats.dead === 0,
+    },
+    {
+      label: 'effects applied (receiver /totals)',
+      expected: String(jobs.length),
+      actual: String(totals.effects),
+      ok: totals.effects === jobs.length,
+    },
+    {
+      label: 'total qty (receiver /totals)',
+      expected: String(expectedQty),
+      actual: String(totals.qty),
+      ok: totals.qty === expectedQty,
+    },
+    onceEach(jobs, final.effects),
+    ...staleSendChecks(scenario.staleSend, final),
+    ...staleFinishChecks(scenario.staleFinish, final),
+    killChecks(scenario.kill, final),
+    ...tallies(events),
+  ];
+  return checks;
+}
+
+/** Each job has exactly one effect, with its own qty, and no effect belongs to an unknown job. */
+function onceEach(jobs: readonly DemoJob[], effects: readonly ReceiverEffect[]): Check {
+  const problems: string[] = [];
+  for (const job of jobs) {
+    const mine = effects.filter((e) => e.jobId === job.id);
+    if (mine.length !== 1) problems.push(`${job.id}: ${mine.length} effects`);
+    else if (mine[0]!.qty !== job.qty) problems.push(`${job.id}: qty ${mine[0]!.qty}, not ${job.qty}`);
+  }
+  const known = new Set(jobs.map((j) => j.id));
+  for (const e of effects) if (!known.has(e.jobId)) problems.push(`unknown job ${e.jobId}`);
+  return {
+    label: "each job's effect once, with its qty",
+    expected: `${jobs.length} of ${jobs.length}`,
+    actual: problems.length === 0 ? `${jobs.length} of ${jobs.length}` : problems.join('; '),
+    ok: problems.length === 0,
+  };
+}
+
+function staleSendChecks(freeze: Freeze | undefined, final: FinalState): Check[] {
+  if (!freeze) return [{ label: 'stale send refused by the gateway', expected: '409 stale_lease', actual: 'no worker was frozen before a send', ok: false }];
+  const forwarded = final.journal.filter((j) => j.jobId === freeze.job && j.token === freeze.token).length;
+  return [
+    {
+      label: `stale send refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
+      expected: '409 stale_lease',
+      actual: freeze.refusal ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}` : 'no refusal reported',
+      ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease',
+    },
+    {
+      label: `receiver never saw token ${freeze.token} for ${freeze.job}`,
+      expected: '0 requests',
+      actual: `${forwarded} requests`,
+      ok: forwarded === 0,
+    },
+    doneByAnother(`${freeze.job} done by someone other than ${freeze.worker}`, freeze.job, freeze.worker, freeze.token, final),
+  ];
+}
+
+function staleFinishChecks(freeze: Freeze | undefined, final: FinalState): Check[] {
+  if (!freeze) return [{ label: 'stale finish refused by the queue', expected: '409 stale_lease', actual: 'no worker was frozen before a finish', ok: false }];
+  return [
+    {
+      label: `stale finish refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
+      expected: '409 stale_lease',
+      actual: freeze.refusal ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}` : 'no refusal reported',
+      ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease',
+    },
+    doneByAnother(`${freeze.job} finished by someone other than ${freeze.worker}`, freeze.job, freeze.worker, freeze.token, final),
+  ];
+}
+
+function killChecks(kill: Kill | undefined, final: FinalState): Check {
+  if (!kill) return { label: "killed worker's job done by another", expected: 'done, newer token', actual: 'no worker was killed', ok: false };
+  return doneByAnother(`killed ${kill.worker}'s ${kill.job} done by another`, kill.job, kill.worker, kill.token, final);
+}
+
+function doneByAnother(label: string, jobId: string, worker: string, token: number, final: FinalState): Check {
+  const job = final.jobs.find((j) => j.id === jobId);
+  const actual = job ? `${job.status} by ${job.owner ?? 'nobody'}, token ${job.token}` : 'job not found';
+  return {
+    label,
+    expected: `done, token > ${token}`,
+    actual,
+    ok: job?.status === 'done' && job.owner !== worker && job.token > token,
+  };
+}
+
+/** Counts from the workers' own reports, shown for the story; the checks above are the verdict. */
+function tallies(events: readonly WorkerLine[]): Check[] {
+  const count = (test: (e: WorkerLine) => boolean) => String(events.filter(test).length);
+  const refusedAs = (op: string) => (e: WorkerLine) => e.event === 'refused' && e.op === op && e.code === 'stale_lease';
+  return [
+    { label: 'sends applied (worker reports)', expected: '', actual: count((e) => e.event === 'sent' && e.outcome === 'applied') },
+    { label: 'duplicate sends absorbed by the receiver', expected: '', actual: count((e) => e.event === 'sent' && e.outcome === 'duplicate') },
+    { label: 'stale sends refused (409)', expected: '', actual: count(refusedAs('send')) },
+    { label: 'stale finishes refused (409)', expected: '', actual: count(refusedAs('finish')) },
+    { label: 'stale renewals refused (409)', expected: '', actual: count(refusedAs('renew')) },
+    { label: 'leases lost', expected: '', actual: count((e) => e.event === 'lost') },
+  ];
+}

@@ -1,0 +1,129 @@
+// `startReceiver`: opens and migrates the store, builds the app and listens — one call used by
+// `leasehold receiver` and by other projects that start the receiver as a stub in their tests.
+import { pino, type Logger } from 'pino';
+import { createReceiverApp } from './app.js';
+import { FaultController } from './faults.js';
+import { openSqliteEffectStore } from './knex-store.js';
+import { openPostgresEffectStore } from './postgres-store.js';
+import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
+import { listen, type Listening } from '../platform/listen.js';
+import { systemClock, type Clock, type Effect } from './rules.js';
+import type { JournalEntry, Totals } from './store.js';
+
+export interface StartReceiverOptions {
+  /** Default 0: a free port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /**
+   * A SQLite file path (parent directory created) or `:memory:` (the default); or a
+   * `postgres://` URL, optionally with `?schema=NAME`, which several receivers may share.
+   */
+  db?: string;
+  /** Requires a valid Leasehold-Signature on POST /effects. */
+  secret?: string;
+  /** Default true: fault injection and the /admin routes. The CLI passes false unless --test-mode. */
+  testMode?: boolean;
+  clock?: Clock;
+  /** Default: silent. */
+  logger?: Logger;
+}
+
+export interface ReceiverHandle {
+  /** `http://<host>:<port>`, without a trailing slash. */
+  url: string;
+  port: number;
+  effects(): Promise<Effect[]>;
+  effect(jobId: string): Promise<Effect | undefined>;
+  totals(): Promise<Totals>;
+  journal(): Promise<JournalEntry[]>;
+  /** Forgets effects, journal and queued faults. */
+  reset(): Promise<void>;
+  /** Queue faults for the next POST /effects requests (test mode only; throws otherwise). */
+  faults: FaultController;
+  /**
+   * Stops listening, lets requests in flight finish for up to `graceMs` (default 2000) before
+   * closing their connections, then closes the store. Safe to call twice.
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+interface ResolvedOptions {
+  port: number;
+  host: string;
+  db: string;
+  secret: string | undefined;
+  testMode: boolean;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Defaults and checks in one place; everything below takes only the resolved shape. */
+export function resolveStartOptions(options: StartReceiverOptions): ResolvedOptions {
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new RangeError(`port must be an integer from 0 to 65535 (0 picks a free port), not ${String(port)}.`);
+  }
+  if (options.secret === '') throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
+  const db = options.db ?? ':memory:';
+  if (db === '') throw new RangeError('db must be a file path, ":memory:" or a postgres:// URL.');
+  if (looksLikeUrl(db) && !isPostgresUrl(db)) {
+    throw new RangeError(`db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`);
+  }
+  return {
+    port,
+    host: options.host ?? '127.0.0.1',
+    db,
+    secret: options.secret,
+    testMode: options.testMode ?? true,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? pino({ level: 'silent' }),
+  };
+}
+
+export async function startReceiver(options: StartReceiverOptions = {}): Promise<ReceiverHandle> {
+  const resolved = resolveStartOptions(options);
+  const { logger, clock } = resolved;
+  const store = isPostgresUrl(resolved.db)
+    ? await openPostgresEffectStore({ connectionString: resolved.db })
+    : await openSqliteEffectStore({ filename: resolved.db });
+  const faults = new FaultController(resolved.testMode);
+  const app = createReceiverApp({
+    store,
+    clock,
+    secret: resolved.secret,
+    logger,
+    faults: resolved.testMode ? faults : undefined,
+  });
+  let listening: Listening;
+  try {
+    listening = await listen(app, resolved.host, resolved.port);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const { url, port } = listening;
+  logger.info({ url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined }, 'receiver listening');
+
+  let closing: Promise<void> | undefined;
+  const close = async (graceMs: number) => {
+    await listening.close(graceMs);
+    faults.clear();
+    await store.close();
+  };
+
+  return {
+    url,
+    port,
+    effects: () => store.listEffects(),
+    effect: (jobId) => store.getEffect(jobId),
+    totals: () => store.totals(),
+    journal: () => store.journal(),
+    reset: async () => {
+      faults.clear();
+      await store.reset();
+    },
+    faults,
+    close: (closeOptions) => (closing ??= close(closeOptions?.graceMs ?? 2_000)),
+  };
+}

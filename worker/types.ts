@@ -1,0 +1,67 @@
+// The worker's vocabulary: what a handler receives and returns, how a job ends, and the two
+// services it talks to, as narrow interfaces so tests can put a fault between them.
+import type { SendInput, SendOutcome } from '../gateway/client.js';
+import type { QueueClient } from '../queue/client.js';
+import type { Job, Lease } from '../queue/types.js';
+import type { LeaseLostError } from './errors.js';
+
+/** The queue calls a worker makes; QueueClient has them. */
+export type QueueApi = Pick<QueueClient, 'claim' | 'heartbeat' | 'finish' | 'fail' | 'get'>;
+
+/** The gateway call a worker makes; GatewayClient has it. */
+export interface EffectSender {
+  send(input: SendInput, options?: { signal?: AbortSignal }): Promise<SendOutcome>;
+}
+
+export type { SendOutcome };
+
+/** A lease together with the worker's local time when it asked for it (the base of its estimate). */
+export interface ClaimedLease {
+  lease: Lease;
+  claimedAt: number;
+}
+
+/** What a handler gets for one job. */
+export interface JobContext {
+  /** The lease as last renewed (`leaseUntil` moves forward). */
+  readonly lease: Lease;
+  /**
+   * Aborted when the lease is lost (or the worker stops and the drain time is over). Pass it
+   * to anything slow the handler awaits; `send` already uses it.
+   */
+  readonly signal: AbortSignal;
+  /** Set as soon as the worker knows the lease is lost, even before `signal` aborts. */
+  readonly lost: LeaseLostError | undefined;
+  /**
+   * Sends the job's effect through the gateway under this lease's owner and token
+   * (`qty` defaults to the job's). Throws LeaseLostError when the lease is lost or the
+   * gateway refuses it as stale; GatewayError for anything else.
+   */
+  send(qty?: number): Promise<SendOutcome>;
+  /** Renews the lease now; throws LeaseLostError when that is refused or cannot succeed in time. */
+  renew(): Promise<Lease>;
+  /** Marks the start of a stage of the work: renews first, so each stage starts on a fresh lease. */
+  stage(name: string): Promise<Lease>;
+}
+
+/** A job's work. Its return value is the job's `result` (JSON). Throwing fails the job. */
+export type Handler = (ctx: JobContext) => unknown;
+
+export type JobOutcome =
+  /** The queue accepted the finish: the job is `done`. */
+  | { status: 'finished'; lease: Lease; job: Job; result: unknown }
+  /** The handler threw (or was stopped) and the queue accepted the fail: `pending` again, or `dead`. */
+  | { status: 'failed'; lease: Lease; job: Job; error: string }
+  /** The lease was lost: nothing was finished or failed under it. */
+  | { status: 'lost'; lease: Lease; error: LeaseLostError };
+
+/**
+ * Fault injection, for tests and the demo: pauses placed where a stall does the most harm,
+ * after the worker's last look at its lease and before it acts on it.
+ */
+export interface WorkerHooks {
+  /** Inside `send`, after the lease was checked, before the request leaves. */
+  beforeSend?(lease: Lease): Promise<void> | void;
+  /** After the handler returned and renewals stopped, before the finish. */
+  beforeFinish?(lease: Lease): Promise<void> | void;
+}
