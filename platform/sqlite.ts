@@ -194,16 +194,28 @@ function forgetStatement(connection: SqliteConnection, sql: string, entry: Cache
   entry.statement.finalize();
 }
 
+/**
+ * SQLite's journal: `delete` (the rollback journal, the default) or `wal`. Both run with
+ * synchronous=FULL, so an acknowledged commit is on disk either way; WAL syncs once per commit
+ * instead of twice and lets readers run beside the writer, but keeps `-wal` and `-shm` files
+ * beside the database, which every process sharing it must be able to map (no network file
+ * systems).
+ */
+export type SqliteJournal = 'delete' | 'wal';
+
 export interface SqliteOptions {
   /** File path, or `:memory:` for a private in-memory database. */
   filename: string;
   /** How long one statement waits for a lock before SQLITE_BUSY. */
   busyTimeoutMs?: number;
+  /** Default `delete`. */
+  journal?: SqliteJournal;
 }
 
 /** Opens a knex handle on one SQLite file with leasehold's pragmas on every connection. */
 export function openSqlite(options: SqliteOptions): Knex {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  const journalMode = options.journal === 'wal' ? 'WAL' : 'DELETE';
   return knexFactory({
     client: ImmediateSqliteClient as unknown as typeof Knex.Client,
     connection: { filename: options.filename },
@@ -212,10 +224,11 @@ export function openSqlite(options: SqliteOptions): Knex {
       min: 1,
       max: 1,
       afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
-        // Rollback journal + FULL: every acknowledged commit is on disk and the file can be
-        // shared by several processes without a WAL's shared-memory file.
+        // synchronous = FULL in either journal mode: every acknowledged commit is on disk. The
+        // rollback journal (the default) shares the file between processes without a WAL's
+        // shared-memory file.
         conn.exec(
-          `PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA foreign_keys = ON;`,
+          `PRAGMA journal_mode = ${journalMode}; PRAGMA synchronous = FULL; PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA foreign_keys = ON;`,
           (err) => done(err, conn),
         );
       },

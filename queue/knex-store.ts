@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { QueueError, staleLeaseError, unknownJobError } from './errors.js';
 import {
+  DEFAULT_LEASE_MS,
   InvalidJobError,
   currentOf,
   failed,
@@ -16,7 +17,9 @@ import {
 } from './rules.js';
 import type { ListQuery, QueueStore } from './store.js';
 import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
-import { rowToJob, rowsOf, toJsonText } from './rows.js';
+import { rowToJob, rowsOf, toJsonText, type Row } from './rows.js';
+import { ClaimableSignal } from './claimable.js';
+import type { GroupCommitStats } from '../platform/group-commit.js';
 
 /**
  * What the queue's SQL runs on: a knex handle or transaction, or (on SQLite's write path) a
@@ -40,10 +43,10 @@ export interface Dialect {
    */
   unavailable(err: unknown): QueueError | undefined;
   /**
-   * SQL returning the `seq` of the next claimable row; bindings: now, now. Claimable is
-   * `pending` with `run_at <= now`, or `leased` with `lease_until <= now` (rule 1). Where
-   * `sweepLock` lets the quarantine skip rows, the pick must itself leave out the rows the
-   * quarantine would make dead.
+   * SQL returning the `seq`s of the next claimable rows, best first; bindings: now, limit, now,
+   * limit, limit. Claimable is `pending` with `run_at <= now`, or `leased` with
+   * `lease_until <= now` (rule 1). Where `sweepLock` lets the quarantine skip rows, the pick
+   * must itself leave out the rows the quarantine would make dead.
    */
   readonly pickSql: string;
   /**
@@ -52,6 +55,13 @@ export interface Dialect {
    * where the write transaction already excludes every other writer (SQLite).
    */
   readonly sweepLock?: string;
+  /**
+   * How this store hears that a job may have become claimable. Default: its own commits only;
+   * PostgreSQL also hears other processes' (LISTEN/NOTIFY).
+   */
+  claimableSignal?(knex: Knex): ClaimableSignal;
+  /** Transactions and the writes they carried, where writes share transactions (group commit). */
+  commitStats?(): GroupCommitStats;
 }
 
 const COLUMNS = `seq, id, qty, payload, status, owner, token, attempts, max_attempts, priority, lease_ms,
@@ -71,11 +81,16 @@ function guardBindings(policy: LateFinishPolicy, id: string, presented: Presente
 }
 
 export class KnexQueueStore implements QueueStore {
+  private readonly claimable: ClaimableSignal;
+  private writes = 0;
+
   constructor(
     readonly knex: Knex,
     private readonly dialect: Dialect,
     readonly latePolicy: LateFinishPolicy = 'reject',
-  ) {}
+  ) {
+    this.claimable = dialect.claimableSignal?.(knex) ?? new ClaimableSignal();
+  }
 
   /**
    * Every public method but migrate ends here on failure: callers see only QueueErrors for a
@@ -105,18 +120,28 @@ export class KnexQueueStore implements QueueStore {
   }
 
   enqueue(input: NewJob): Promise<{ job: Job; created: boolean }> {
-    return this.dialect.write(this.knex, (trx, now) => enqueueIn(trx, input, now)).catch(this.rethrow);
+    return this
+      .write((trx, now) => enqueueIn(trx, input, now))
+      .then((result) => {
+        if (result.created) this.claimable.notify();
+        return result;
+      })
+      .catch(this.rethrow);
   }
 
   claim(owner: string, leaseMs: number): Promise<Lease | null> {
-    return this.dialect
-      .write(this.knex, (trx, now) => claimIn(trx, this.dialect, owner, leaseMs, now))
+    return this.claimMany(owner, leaseMs, 1).then((leases) => leases[0] ?? null);
+  }
+
+  claimMany(owner: string, leaseMs: number, max: number): Promise<Lease[]> {
+    return this
+      .write((trx, now) => claimManyIn(trx, this.dialect, owner, leaseMs, max, now))
       .catch(this.rethrow);
   }
 
   heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease> {
-    return this.dialect
-      .write(this.knex, async (trx, now) => {
+    return this
+      .write(async (trx, now) => {
         const job = await heartbeatIn(trx, this.latePolicy, id, presented, leaseMs, now);
         return toLease(job);
       })
@@ -124,15 +149,55 @@ export class KnexQueueStore implements QueueStore {
   }
 
   finish(id: string, presented: Presented, result: unknown): Promise<Job> {
-    return this.dialect
-      .write(this.knex, (trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now))
+    return this
+      .write((trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now))
+      .catch(this.rethrow);
+  }
+
+  finishAndClaim(
+    id: string,
+    presented: Presented,
+    result: unknown,
+    leaseMs: number | undefined,
+  ): Promise<{ job: Job; next: Lease | null }> {
+    return this
+      .write(async (trx, now) => {
+        // The finish is the guarded write; only once it is accepted does the claim run, so a
+        // refused finish (it throws) claims nothing and the transaction changes nothing.
+        const job = await finishIn(trx, this.latePolicy, id, presented, result, now);
+        const [next] = await claimManyIn(trx, this.dialect, presented.owner, leaseMs ?? job.leaseMs ?? DEFAULT_LEASE_MS, 1, now);
+        return { job, next: next ?? null };
+      })
       .catch(this.rethrow);
   }
 
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job> {
-    return this.dialect
-      .write(this.knex, (trx, now) => failIn(trx, this.latePolicy, id, presented, error, retryInMs, now))
+    return this
+      .write((trx, now) => failIn(trx, this.latePolicy, id, presented, error, retryInMs, now))
+      .then((job) => {
+        if (job.status === 'pending') this.claimable.notify();
+        return job;
+      })
       .catch(this.rethrow);
+  }
+
+  /**
+   * Write transactions and the writes they carried since the store opened: where writes share
+   * transactions (group commit on SQLite) fewer transactions than writes, else one each.
+   */
+  writeStats(): { transactions: number; writes: number } {
+    const stats = this.dialect.commitStats?.();
+    return stats ? { transactions: stats.transactions, writes: stats.writes } : { transactions: this.writes, writes: this.writes };
+  }
+
+  /** Every write goes through here, so that stores without group commit count theirs too. */
+  private write<T>(work: (trx: Executor, now: number) => Promise<T>): Promise<T> {
+    this.writes++;
+    return this.dialect.write(this.knex, work);
+  }
+
+  onClaimable(listener: () => void): () => void {
+    return this.claimable.subscribe(listener);
   }
 
   async verify(id: string, presented: Presented): Promise<Lease> {
@@ -174,8 +239,9 @@ export class KnexQueueStore implements QueueStore {
     return stats;
   }
 
-  close(): Promise<void> {
-    return this.knex.destroy();
+  async close(): Promise<void> {
+    await this.claimable.close();
+    await this.knex.destroy();
   }
 }
 
@@ -229,16 +295,18 @@ export async function enqueueIn(trx: Executor, input: NewJob, now: number): Prom
 
 /**
  * Rules 1, 4, 5: first quarantine every live job that may no longer be given a token, then
- * lease the best claimable one, in the same transaction. Only the chosen row is written.
+ * lease the best claimable ones, up to `max`, in the same transaction. Only the chosen rows
+ * are written; each gets its own next token. Answered in claim order.
  */
-export async function claimIn(
+export async function claimManyIn(
   trx: Executor,
   dialect: Pick<Dialect, 'pickSql' | 'sweepLock'>,
   owner: string,
   leaseMs: number,
+  max: number,
   now: number,
-): Promise<Lease | null> {
-  await quarantineIn(trx, now, dialect.sweepLock);
+): Promise<Lease[]> {
+  await quarantineOnce(trx, now, dialect.sweepLock);
   const until = leaseUntilFor(now, leaseMs, null);
   const rows = rowsOf(
     await trx.raw(
@@ -246,13 +314,46 @@ export async function claimIn(
          SET status = 'leased', owner = ?, token = token + 1, attempts = attempts + 1, lease_ms = ?,
              lease_until = CASE WHEN deadline IS NOT NULL AND deadline < ? THEN deadline ELSE ? END,
              updated_at = ?
-       WHERE seq = (${dialect.pickSql})
+       WHERE seq IN (${dialect.pickSql})
          AND ((status = 'pending' AND run_at <= ?) OR (status = 'leased' AND lease_until <= ?))
        RETURNING ${COLUMNS}`,
-      [owner, leaseMs, until, until, now, now, now, now, now],
+      [owner, leaseMs, until, until, now, now, max, now, max, max, now, now],
     ),
   );
-  return rows[0] ? toLease(rowToJob(rows[0])) : null;
+  // RETURNING has no order of its own: put the leases back in the order the pick chose them.
+  rows.sort(byClaimOrder);
+  return rows.map((row) => toLease(rowToJob(row)));
+}
+
+/** The claim's order: higher priority first, then earlier runAt, then order of enqueue. */
+function byClaimOrder(a: Row, b: Row): number {
+  return Number(b.priority) - Number(a.priority) || Number(a.run_at) - Number(b.run_at) || Number(a.seq) - Number(b.seq);
+}
+
+/** One lease for `owner`, or null: `claimManyIn` with `max` 1. */
+export async function claimIn(
+  trx: Executor,
+  dialect: Pick<Dialect, 'pickSql' | 'sweepLock'>,
+  owner: string,
+  leaseMs: number,
+  now: number,
+): Promise<Lease | null> {
+  return (await claimManyIn(trx, dialect, owner, leaseMs, 1, now))[0] ?? null;
+}
+
+/**
+ * Transactions whose quarantine sweep has run. Every write in one transaction shares one
+ * `now`, and nothing written at `now` becomes due for quarantine at that same `now` (a new
+ * lease ends after it, a passed deadline is refused at enqueue, a fail spending the last
+ * attempt is dead already), so one sweep covers every claim a group commit puts in the
+ * transaction. Keyed by the transaction's executor, which each transaction gets anew.
+ */
+const swept = new WeakMap<Executor, number>();
+
+async function quarantineOnce(trx: Executor, now: number, sweepLock: string | undefined): Promise<void> {
+  if (swept.get(trx) === now) return;
+  await quarantineIn(trx, now, sweepLock);
+  swept.set(trx, now);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
 import { KnexQueueStore, type Dialect, type Executor } from './knex-store.js';
 import { rowsOf } from './rows.js';
+import { PostgresClaimableSignal } from './claimable.js';
 import { queueMigrations } from './migrations/index.js';
 import {
   checkSchemaName,
@@ -38,26 +39,26 @@ export interface PostgresQueueOptions {
 const SERVER_NOW = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now`;
 
 /**
- * Each branch walks its own partial index and stops at the first row it can lock; rows another
+ * Each branch walks its own partial index and stops after `limit` rows it can lock; rows another
  * claim has locked are skipped, not waited for. The better of the two is the claim. Unlike on
  * SQLite, the pick itself leaves out jobs the quarantine would make dead (deadline passed, or
  * expired with attempts spent): the sweep skips locked rows too, so a job it could not reach
- * must still never get a token. Each branch binds `now` once, as `c.now`.
+ * must still never get a token. Each branch binds `now` once, as `c.now`, then its limit.
  */
 const PICK_SQL = `WITH pending AS (
     SELECT j.seq, j.priority, j.run_at FROM queue_jobs j CROSS JOIN (SELECT ?::bigint AS now) c
     WHERE j.status = 'pending' AND j.run_at <= c.now AND (j.deadline IS NULL OR j.deadline > c.now)
-    ORDER BY j.priority DESC, j.run_at, j.seq LIMIT 1
+    ORDER BY j.priority DESC, j.run_at, j.seq LIMIT ?
     FOR UPDATE OF j SKIP LOCKED
   ), expired AS (
     SELECT j.seq, j.priority, j.run_at FROM queue_jobs j CROSS JOIN (SELECT ?::bigint AS now) c
     WHERE j.status = 'leased' AND j.lease_until <= c.now AND j.attempts < j.max_attempts
       AND (j.deadline IS NULL OR j.deadline > c.now)
-    ORDER BY j.priority DESC, j.run_at, j.seq LIMIT 1
+    ORDER BY j.priority DESC, j.run_at, j.seq LIMIT ?
     FOR UPDATE OF j SKIP LOCKED
   )
   SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS best
-  ORDER BY priority DESC, run_at, seq LIMIT 1`;
+  ORDER BY priority DESC, run_at, seq LIMIT ?`;
 
 export function postgresDialect(options: { schema: string | undefined; clock?: Clock; retryBudgetMs: number }): Dialect {
   const { clock, schema, retryBudgetMs } = options;
@@ -87,6 +88,7 @@ export function postgresDialect(options: { schema: string | undefined; clock?: C
     // Concurrent claims each run the quarantine sweep; skipping rows another transaction holds
     // means sweeps never wait on each other nor deadlock (the pick above covers what is skipped).
     sweepLock: 'FOR UPDATE SKIP LOCKED',
+    claimableSignal: (knex) => new PostgresClaimableSignal(knex),
   };
 }
 

@@ -19,8 +19,23 @@ export interface QueueStore {
   enqueue(job: NewJob): Promise<{ job: Job; created: boolean }>;
   /** Leases the next claimable job to `owner`, or returns null when none is claimable. */
   claim(owner: string, leaseMs: number): Promise<Lease | null>;
+  /**
+   * Leases up to `max` claimable jobs to `owner` in one transaction, each a claim by rule 1,
+   * in claim order (priority, then runAt, then order of enqueue); empty when none is claimable.
+   */
+  claimMany(owner: string, leaseMs: number, max: number): Promise<Lease[]>;
   heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease>;
   finish(id: string, presented: Presented, result: unknown): Promise<Job>;
+  /**
+   * Finishes like `finish`, then claims the next job for the same owner in the same
+   * transaction. A refused finish claims nothing. `leaseMs` undefined: the finished lease's.
+   */
+  finishAndClaim(
+    id: string,
+    presented: Presented,
+    result: unknown,
+    leaseMs: number | undefined,
+  ): Promise<{ job: Job; next: Lease | null }>;
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job>;
   /** Read-only check that `presented` is the current lease. */
   verify(id: string, presented: Presented): Promise<Lease>;
@@ -28,5 +43,13 @@ export interface QueueStore {
   list(query: ListQuery): Promise<Job[]>;
   stats(): Promise<Stats>;
   readonly latePolicy: LateFinishPolicy;
+  /**
+   * Calls `listener` after a commit that may have made a job claimable (an enqueue, a fail
+   * back to pending), in this process — or, on PostgreSQL, in any process on the database.
+   * Returns the function that unsubscribes. Long-polling claims wait on it.
+   */
+  onClaimable(listener: () => void): () => void;
+  /** Write transactions and the writes they carried since the store opened. */
+  writeStats(): { transactions: number; writes: number };
   close(): Promise<void>;
 }

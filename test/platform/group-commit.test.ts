@@ -13,10 +13,10 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
 });
 
-async function setup() {
+async function setup(options: { commitWindowMs?: number } = {}) {
   const clock = fakeClock();
   const filename = join(tempDir('leasehold-group-'), 'q.sqlite');
-  const store = await openSqliteQueueStore({ filename, clock });
+  const store = await openSqliteQueueStore({ filename, clock, ...options });
   stores.push(store);
   // SQLite's file change counter (header bytes 24-27): one more per committed write transaction.
   const commits = () => readFileSync(filename).readUInt32BE(24);
@@ -100,5 +100,46 @@ describe('group commit', () => {
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(TypeError);
     expect((await store.get('a'))?.status).toBe('leased');
     expect(await store.stats()).toEqual({ pending: 2, leased: 1, done: 0, dead: 0 });
+  });
+
+  describe('commit window', () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    test('a lone writer never waits in the window: one transaction per write', async () => {
+      const { store } = await setup({ commitWindowMs: 50 });
+      for (let i = 0; i < 10; i++) await store.enqueue(newJobInput({ id: `lone-${i}` }));
+      for (let i = 0; i < 10; i++) {
+        const lease = (await store.claim('solo', 60_000))!;
+        await store.finish(lease.id, lease, null);
+        await sleep(2);
+      }
+      expect(store.writeStats(), 'a lone writer: as many transactions as writes').toEqual({ transactions: 30, writes: 30 });
+    });
+
+    test('writers answered by one commit that come back at different moments share the next one', async () => {
+      // Each loop comes back after its own delay, as HTTP clients do after a round trip: without
+      // a window the quickest would start a transaction alone, every time.
+      const { store } = await setup({ commitWindowMs: 40 });
+      const loops = 4;
+      const cycles = 12;
+      for (let i = 0; i < loops * cycles; i++) await store.enqueue(newJobInput({ id: `w-${i}` }));
+      const before = store.writeStats();
+      await Promise.all(
+        Array.from({ length: loops }, async (_, loop) => {
+          for (let c = 0; c < cycles; c++) {
+            const lease = (await store.claim(`loop-${loop}`, 60_000))!;
+            await sleep(1 + 3 * loop);
+            await store.finish(lease.id, lease, null);
+            await sleep(1 + 3 * loop);
+          }
+        }),
+      );
+      const after = store.writeStats();
+      const writes = after.writes - before.writes;
+      const perWrite = (after.transactions - before.transactions) / writes;
+      expect(writes).toBe(2 * loops * cycles);
+      // Loops spread 10 ms apart would each commit alone (1.0); the window gathers most of them.
+      expect(perWrite, `transactions per write over ${writes} writes from ${loops} loops`).toBeLessThanOrEqual(0.5);
+    });
   });
 });

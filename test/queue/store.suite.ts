@@ -425,6 +425,81 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
       });
     });
 
+    describe('batch claims and finish-and-claim-next', () => {
+      test('claimMany leases up to max jobs in claim order, each with its own next token', async () => {
+        const { store, enqueue, clock, job } = await setup();
+        const t = clock.now();
+        await enqueue({ id: 'b-low' });
+        await enqueue({ id: 'a-high', priority: 5 });
+        await enqueue({ id: 'c-early', runAt: t - 10 });
+        await enqueue({ id: 'd-low' });
+        const leases = await store.claimMany('w1', 1_000, 3);
+        expect(leases.map((l) => l.id)).toEqual(['a-high', 'c-early', 'b-low']);
+        for (const lease of leases) {
+          expect(lease).toMatchObject({ owner: 'w1', token: 1, attempt: 1, leaseUntil: t + 1_000 });
+          expect(await job(lease.id)).toMatchObject({ status: 'leased', owner: 'w1', token: 1 });
+        }
+        expect((await job('d-low')).status).toBe('pending');
+        expect((await store.claimMany('w2', 1_000, 10)).map((l) => l.id)).toEqual(['d-low']);
+        expect(await store.claimMany('w3', 1_000, 10)).toEqual([]);
+      });
+
+      test('claimMany takes expired leases too, and quarantines spent ones instead of leasing them', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'spent', maxAttempts: 1 });
+        await enqueue({ id: 'retry', maxAttempts: 2 });
+        await claim('w1', 100);
+        await claim('w1', 100);
+        clock.advance(100);
+        const leases = await store.claimMany('w2', 1_000, 5);
+        expect(leases.map((l) => [l.id, l.token])).toEqual([['retry', 2]]);
+        expect(await job('spent')).toMatchObject({ status: 'dead', deadReason: 'attempts_exhausted', token: 1 });
+      });
+
+      test('finishAndClaim finishes, then leases the next job to the same owner in one step', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'first' });
+        await enqueue({ id: 'second' });
+        const lease = await claim('w1', 2_000);
+        clock.advance(10);
+        const { job: done, next } = await store.finishAndClaim(lease.id, lease, { ok: true }, undefined);
+        expect(done).toMatchObject({ id: 'first', status: 'done', result: { ok: true } });
+        // Without a leaseMs of its own, the next lease is as long as the finished one.
+        expect(next).toMatchObject({ id: 'second', owner: 'w1', token: 1, leaseUntil: clock.now() + 2_000 });
+        expect(await job('second')).toMatchObject({ status: 'leased', owner: 'w1' });
+        const last = await store.finishAndClaim(next!.id, next!, null, 500);
+        expect(last.next).toBeNull();
+      });
+
+      test('a refused finishAndClaim claims nothing and changes nothing', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'held' });
+        await enqueue({ id: 'waiting' });
+        const lease = await claim('w1', 100);
+        clock.advance(100);
+        const err = await rejection(store.finishAndClaim(lease.id, lease, null, 1_000), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'lease_expired' });
+        expect(await job('waiting')).toMatchObject({ status: 'pending', token: 0 });
+        expect(await job('held')).toMatchObject({ status: 'leased', token: 1 });
+      });
+
+      test('onClaimable fires after an enqueue and after a fail back to pending', async () => {
+        const { store, enqueue, claim } = await setup();
+        let calls = 0;
+        const off = store.onClaimable(() => calls++);
+        await enqueue({ id: 'x' });
+        const afterEnqueue = calls;
+        expect(afterEnqueue, 'calls after one enqueue').toBeGreaterThanOrEqual(1);
+        const lease = await claim();
+        await store.fail(lease.id, lease, 'boom', 0);
+        expect(calls, 'calls after a fail back to pending').toBeGreaterThan(afterEnqueue);
+        off();
+        const before = calls;
+        await enqueue({ id: 'y' });
+        expect(calls, 'no calls after unsubscribing').toBe(before);
+      });
+    });
+
     test('list and stats count every status, zeros included', async () => {
       const { store, enqueue, claim } = await setup();
       expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
