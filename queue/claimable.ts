@@ -13,6 +13,9 @@ export class ClaimableSignal {
     };
   }
 
+  /** Resolves once the signal hears every commit it is meant to (PostgreSQL: once it LISTENs). */
+  async ready(): Promise<void> {}
+
   /** Called after a commit that may have made a job claimable. */
   notify(): void {
     this.deliver();
@@ -27,7 +30,11 @@ export class ClaimableSignal {
   }
 }
 
-const CHANNEL = 'leasehold_claimable';
+/** One channel per schema, so queues that share a database but not a schema do not wake each other. */
+function channelOf(schema: string | undefined): string {
+  // Schema names are plain identifiers (checked where they are parsed), safe in SQL as they are.
+  return schema ? `leasehold_claimable_${schema}` : 'leasehold_claimable';
+}
 
 interface PgConnection {
   query(sql: string): Promise<unknown>;
@@ -43,25 +50,34 @@ interface PgConnection {
  */
 export class PostgresClaimableSignal extends ClaimableSignal {
   private connection: Promise<PgConnection | undefined>;
+  private readonly channel: string;
 
-  constructor(private readonly knex: Knex) {
+  constructor(
+    private readonly knex: Knex,
+    schema: string | undefined,
+  ) {
     super();
+    this.channel = channelOf(schema);
     const client = knex.client as { acquireRawConnection(): Promise<PgConnection> };
     this.connection = client.acquireRawConnection().then(
       async (conn) => {
         conn.on('notification', () => this.deliver());
         conn.on('error', () => undefined);
-        await conn.query(`LISTEN ${CHANNEL}`);
+        await conn.query(`LISTEN ${this.channel}`);
         return conn;
       },
       () => undefined,
     );
   }
 
+  override async ready(): Promise<void> {
+    await this.connection;
+  }
+
   override notify(): void {
     this.deliver();
     // Other processes' waiters; a failure here costs them only their next re-poll.
-    this.knex.raw(`SELECT pg_notify('${CHANNEL}', '')`).catch(() => undefined);
+    this.knex.raw('SELECT pg_notify(?, ?)', [this.channel, '']).catch(() => undefined);
   }
 
   override async close(): Promise<void> {

@@ -107,6 +107,7 @@ export class KnexQueueStore implements QueueStore {
     const store = new KnexQueueStore(knex, dialect, latePolicy);
     try {
       await store.migrate();
+      await store.claimable.ready();
     } catch (err) {
       await knex.destroy();
       throw err;

@@ -88,7 +88,7 @@ export function postgresDialect(options: { schema: string | undefined; clock?: C
     // Concurrent claims each run the quarantine sweep; skipping rows another transaction holds
     // means sweeps never wait on each other nor deadlock (the pick above covers what is skipped).
     sweepLock: 'FOR UPDATE SKIP LOCKED',
-    claimableSignal: (knex) => new PostgresClaimableSignal(knex),
+    claimableSignal: (knex) => new PostgresClaimableSignal(knex, schema),
   };
 }
 
