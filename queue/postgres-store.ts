@@ -85,6 +85,7 @@ export function postgresDialect(options: { schema: string | undefined; clock?: C
           )
         : undefined,
     pickSql: PICK_SQL,
+    idListSql: 'SELECT jsonb_array_elements_text(?::jsonb)',
     // Concurrent claims each run the quarantine sweep; skipping rows another transaction holds
     // means sweeps never wait on each other nor deadlock (the pick above covers what is skipped).
     sweepLock: 'FOR UPDATE SKIP LOCKED',

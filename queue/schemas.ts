@@ -35,14 +35,42 @@ export const enqueueBody = z.strictObject({
   priority: z.int({ error: 'priority must be an integer' }).default(0),
 });
 
+export const MAX_CLAIM_BATCH = 100;
+export const MAX_CLAIM_WAIT_MS = 30_000;
+
 export const claimBody = z.strictObject({
   owner: name('owner'),
   leaseMs: leaseMs.default(DEFAULT_LEASE_MS),
+  /** With `max`, the answer is `{leases}`: between 1 and `max` of them. */
+  max: z
+    .int({ error: 'max must be an integer' })
+    .min(1, 'max must be at least 1')
+    .max(MAX_CLAIM_BATCH, `max must be at most ${MAX_CLAIM_BATCH}`)
+    .optional(),
+  /** Long poll: wait up to this long for a job to become claimable before answering 204. */
+  waitMs: z
+    .int({ error: 'waitMs must be an integer number of milliseconds' })
+    .min(0, 'waitMs must be >= 0')
+    .max(MAX_CLAIM_WAIT_MS, `waitMs must be at most ${MAX_CLAIM_WAIT_MS} (30 s)`)
+    .default(0),
 });
 
 export const heartbeatBody = z.strictObject({ owner: name('owner'), token, leaseMs: leaseMs.optional() });
 
-export const finishBody = z.strictObject({ owner: name('owner'), token, result: z.json().optional() });
+/**
+ * `next: true` or `{leaseMs?}` claims the next job for the same owner in the finish's
+ * transaction; `false` is the same as leaving it out.
+ */
+const next = z.union([z.boolean(), z.strictObject({ leaseMs: leaseMs.optional() })], {
+  error: 'next must be true, false or an object {leaseMs?}',
+});
+
+export const finishBody = z.strictObject({
+  owner: name('owner'),
+  token,
+  result: z.json().optional(),
+  next: next.optional(),
+});
 
 export const failBody = z.strictObject({
   owner: name('owner'),

@@ -68,6 +68,7 @@ export function sqliteDialect(clock: Clock, busyBudgetMs: number, commitWindowMs
         : undefined,
     // Two index walks, each stopping after `limit` rows, then the best of those: pending jobs
     // by (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
+    idListSql: 'SELECT value FROM json_each(?)',
     pickSql: `SELECT seq FROM (
         SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
           WHERE status = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)

@@ -1,5 +1,6 @@
 // The queue's storage port. The HTTP app and the worker-facing API speak only to this
 // interface; SQLite (embedded default) and PostgreSQL implement it with the same rules.
+import type { QueueError } from './errors.js';
 import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
 
 export interface ListQuery {
@@ -39,6 +40,11 @@ export interface QueueStore {
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job>;
   /** Read-only check that `presented` is the current lease. */
   verify(id: string, presented: Presented): Promise<Lease>;
+  /**
+   * `verify` for several leases, read at one `now`: each answer is the lease or the QueueError
+   * that `verify` would have thrown for it, in the order asked. Read-only.
+   */
+  verifyMany(presented: ReadonlyArray<Presented & { id: string }>): Promise<Array<Lease | QueueError>>;
   get(id: string): Promise<Job | null>;
   list(query: ListQuery): Promise<Job[]>;
   stats(): Promise<Stats>;

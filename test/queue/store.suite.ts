@@ -500,6 +500,27 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
       });
     });
 
+    test('verifyMany answers each lease as verify would, in the order asked, changing nothing', async () => {
+      const { store, enqueue, claim, clock } = await setup();
+      await enqueue({ id: 'v1' });
+      await enqueue({ id: 'v2' });
+      const one = await claim('w1', 1_000);
+      const two = await claim('w2', 5_000);
+      clock.advance(1_000);
+      const answers = await store.verifyMany([
+        { id: two.id, owner: 'w2', token: two.token },
+        { id: one.id, owner: 'w1', token: one.token },
+        { id: 'nope', owner: 'w1', token: 1 },
+        { id: two.id, owner: 'w2', token: two.token + 1 },
+      ]);
+      expect(answers[0]).toEqual(two);
+      expect(answers[1]).toBeInstanceOf(QueueError);
+      expect((answers[1] as QueueError).details).toMatchObject({ reason: 'lease_expired' });
+      expect((answers[2] as QueueError).code).toBe('unknown_job');
+      expect((answers[3] as QueueError).details).toMatchObject({ reason: 'token_mismatch' });
+      expect((await store.get(one.id))?.status, 'verifyMany changes nothing').toBe('leased');
+    });
+
     test('list and stats count every status, zeros included', async () => {
       const { store, enqueue, claim } = await setup();
       expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
