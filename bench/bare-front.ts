@@ -8,10 +8,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { createForwarder } from '../gateway/forwarder.js';
-import { QueueClient } from '../queue/client.js';
-import { openQueueStore } from '../queue/service.js';
-import type { QueueStore } from '../queue/store.js';
+import { createForwarder } from '../gateway/index.js';
+import { openQueueStore, QueueClient, type QueueStore } from '../queue/index.js';
 
 type Handler = (method: string, path: string, body: unknown) => Promise<{ status: number; body?: unknown }>;
 

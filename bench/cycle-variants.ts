@@ -3,8 +3,7 @@
 // knex, with statements prepared once or prepared on every call.
 import { claimIn, finishIn, type Executor } from '../queue/knex-store.js';
 import { sqliteDialect } from '../queue/sqlite-store.js';
-import type { QueueStore } from '../queue/store.js';
-import { systemClock } from '../queue/types.js';
+import { systemClock, type QueueStore } from '../queue/index.js';
 import type sqlite3 from 'sqlite3';
 import { openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops, type Cycle } from './loops.js';

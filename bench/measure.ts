@@ -2,8 +2,7 @@
 // opened by the benchmark itself, used to top up jobs and to count durable commits.
 import type { Knex } from 'knex';
 import type { KnexQueueStore } from '../queue/knex-store.js';
-import { openQueueStore } from '../queue/service.js';
-import type { QueueStore } from '../queue/store.js';
+import { openQueueStore, type QueueStore } from '../queue/index.js';
 import { changeCounter } from './bare-sqlite.js';
 import { perSecond, type LoopResult } from './loops.js';
 import { topUp } from './seed.js';

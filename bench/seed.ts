@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { enqueueIn } from '../queue/knex-store.js';
-import { enqueueBody, toNewJob } from '../queue/schemas.js';
+import { DEFAULT_MAX_ATTEMPTS, type NewJob } from '../queue/index.js';
 
 const runPrefix = randomBytes(3).toString('hex');
 let nextId = 0;
@@ -21,9 +21,23 @@ export async function topUp(knex: Knex, target: number, label: string): Promise<
     const now = Date.now();
     for (let i = 0; i < missing; i++) {
       const id = `${label}-${runPrefix}-${nextId++}`;
-      const body = { id, qty: 1 };
-      await enqueueIn(trx, toNewJob(enqueueBody.parse(body), body), now);
+      await enqueueIn(trx, seedJob(id), now);
     }
   });
   return missing;
+}
+
+/** What `POST /jobs {id, qty: 1}` hands the store once its schema has filled in the defaults. */
+function seedJob(id: string): NewJob {
+  return {
+    id,
+    qty: 1,
+    payload: null,
+    maxAttempts: DEFAULT_MAX_ATTEMPTS,
+    priority: 0,
+    runAt: undefined,
+    deadline: undefined,
+    deadlineMs: undefined,
+    request: JSON.stringify({ id, qty: 1 }),
+  };
 }

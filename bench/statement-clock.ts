@@ -57,10 +57,12 @@ export class StatementClock {
   wrap(conn: Record<string, unknown>): void {
     for (const method of ['run', 'all', 'exec'] as const) this.timeCalls(conn, method, (args) => args[0] as string);
     const prepare = conn.prepare as (...args: unknown[]) => Record<string, unknown>;
-    const clock = this;
+    const timeStatement = (statement: Record<string, unknown>, sql: string) => {
+      for (const method of ['run', 'all'] as const) this.timeCalls(statement, method, () => sql);
+    };
     conn.prepare = function (this: unknown, sql: string, ...rest: unknown[]) {
       const statement = prepare.call(this, sql, ...rest);
-      for (const method of ['run', 'all'] as const) clock.timeCalls(statement, method, () => sql);
+      timeStatement(statement, sql);
       return statement;
     };
   }
@@ -68,13 +70,13 @@ export class StatementClock {
   /** Replaces `target[method]` with one that times the call until its callback (the last argument). */
   private timeCalls(target: Record<string, unknown>, method: string, sqlOf: (args: unknown[]) => string): void {
     const original = target[method] as (...args: unknown[]) => unknown;
-    const clock = this;
+    const record = (sql: string, ms: number) => this.record(sql, ms);
     target[method] = function (this: unknown, ...args: unknown[]) {
       const sql = sqlOf(args);
       const callback = args.pop() as (this: unknown, ...results: unknown[]) => void;
       const started = performance.now();
       return original.call(this, ...args, function (this: unknown, ...results: unknown[]) {
-        clock.record(sql, performance.now() - started);
+        record(sql, performance.now() - started);
         callback.apply(this, results);
       });
     };

@@ -1,8 +1,7 @@
 // A benchmark worker process: told over IPC what to drive (the store, the queue over HTTP, or
 // the whole path through the gateway), it runs timed windows of claim (+ send) + finish cycles.
 import { GatewayClient } from '../gateway/client.js';
-import { QueueClient } from '../queue/client.js';
-import { openQueueStore } from '../queue/service.js';
+import { openQueueStore, QueueClient } from '../queue/index.js';
 import type { FromWorker, ToWorker } from './fleet.js';
 import { runLoops, type Cycle } from './loops.js';
 

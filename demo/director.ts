@@ -1,7 +1,7 @@
 // The scenario's moves, each triggered by what a worker just reported: freeze the worker when
 // it enters an injected stall, resume it once another worker has taken its job over, and kill
 // a worker the moment it takes a fresh job after the first freeze.
-import type { WorkerLine } from '../worker/events.js';
+import type { WorkerLine } from '../worker/index.js';
 import type { Child } from './processes.js';
 import type { Freeze, ScenarioRecord } from './verdict.js';
 

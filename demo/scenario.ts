@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueClient } from '../queue/client.js';
-import type { WorkerLine } from '../worker/events.js';
+import type { WorkerLine } from '../worker/index.js';
 import { demoJobs, type DemoJob } from './jobs.js';
 import { ChildGroup, describeExit, type Child, type ExitInfo } from './processes.js';
 import { readFinalState, startServiceProcesses, type ServiceChildren, type ServiceUrls } from './services.js';

@@ -1,6 +1,5 @@
 // The demo's words: one readable line per worker event or demo action, and the verdict table.
-import type { LossReason } from '../worker/errors.js';
-import type { WorkerLine } from '../worker/events.js';
+import type { LossReason, WorkerLine } from '../worker/index.js';
 import type { Check } from './verdict.js';
 
 export interface TimelineEntry {

@@ -2,7 +2,7 @@
 // scenario recorded: every job done exactly once in effect, the totals equal, and each staged
 // fault refused or recovered as it should be.
 import type { Job, Stats } from '../queue/types.js';
-import type { WorkerLine } from '../worker/events.js';
+import type { WorkerLine } from '../worker/index.js';
 import type { DemoJob } from './jobs.js';
 
 /** A freeze the demo staged: a worker stopped inside an injected stall, resumed after a takeover. */

@@ -1,8 +1,7 @@
 // The gateway's HTTP adapter: parse `POST /send` with its schema, run the send, render JSON.
 // Routes throw GatewayError; one error handler renders every failure the same way.
-import express, { type ErrorRequestHandler, type Express, type Response } from 'express';
-import type { Logger } from 'pino';
-import type { z } from 'zod';
+import express, { type Express, type Response } from 'express';
+import { edgeFailureOf, errorRenderer, jsonBody, parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
 import { QueueClient } from '../queue/client.js';
 import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
@@ -23,14 +22,15 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(express.json({ limit: '1mb', type: () => true }));
+  app.use(jsonBody());
+  app.use(requestLog(logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
 
   app.post('/send', async (req, res) => {
-    const body = parse(sendBody, req.body);
+    const body = parseWith(sendBody, req.body, 'request body', GatewayError.fromEdge);
     const started = performance.now();
     const caller = callerGone(res);
     const request: SendRequest = body;
@@ -60,10 +60,8 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     }
   });
 
-  app.use((req, _res) => {
-    throw new GatewayError('not_found', `There is no ${req.method} ${req.path} on the gateway; it serves POST /send and GET /healthz.`);
-  });
-  app.use(errorHandler(logger));
+  app.use(unknownRoute(GatewayError.fromEdge, 'gateway', 'it serves POST /send and GET /healthz'));
+  app.use(errorRenderer(toGatewayError, logger));
 
   return Object.assign(app, {
     close() {
@@ -87,41 +85,6 @@ function elapsed(started: number): number {
   return Math.round((performance.now() - started) * 10) / 10;
 }
 
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const result = schema.safeParse(value ?? {});
-  if (result.success) return result.data;
-  const issues = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-  const first = issues[0];
-  throw new GatewayError('invalid_request', `Invalid request body: ${first?.message ?? 'malformed'}.`, { issues });
-}
-
-const LOGGED_HERE: ReadonlySet<string> = new Set(['invalid_request', 'payload_too_large', 'not_found']);
-
-/** Renders every error as `{error: {code, message, ...details}}`; unknown errors are a logged 500. */
-function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const error = toGatewayError(err);
-    // Sends log their own outcome; this logs what never reached a send.
-    if (error.code === 'internal') logger.error({ err, method: req.method, path: req.path }, 'unexpected error');
-    else if (LOGGED_HERE.has(error.code)) logger.info({ code: error.code, method: req.method, path: req.path, status: error.status }, 'refused');
-    if (res.headersSent) return;
-    res.status(error.status).json(error.toJSON());
-  };
-}
-
 function toGatewayError(err: unknown): GatewayError {
-  if (err instanceof GatewayError) return err;
-  const type = (err as { type?: string } | null)?.type;
-  if (type === 'entity.too.large') {
-    return new GatewayError('payload_too_large', 'The request body is larger than 1 MiB; send {jobId, owner, token, qty} only.', {
-      limitBytes: 1024 * 1024,
-    });
-  }
-  if (type === 'entity.parse.failed') {
-    return new GatewayError('invalid_request', 'The request body is not valid JSON; send a JSON object {jobId, owner, token, qty}.');
-  }
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-    return new GatewayError('invalid_request', 'The request body must be UTF-8 JSON.');
-  }
-  return new GatewayError('internal', 'The gateway failed unexpectedly; the error is in its log. Send again.');
+  return err instanceof GatewayError ? err : GatewayError.fromEdge(edgeFailureOf(err, 'gateway'));
 }

@@ -2,8 +2,8 @@
 // GatewayError (code, status, details) the gateway rendered; an unreachable gateway is
 // `gateway_unavailable`; an aborted send rejects with the signal's reason.
 import type http from 'node:http';
-import { GatewayError, isGatewayErrorCode, type GatewayErrorCode } from './errors.js';
-import { exchange, keepAliveAgent } from '../platform/exchange.js';
+import { GatewayError, isGatewayErrorCode } from './errors.js';
+import { errorInBody, exchange, keepAliveAgent, urlUnder } from '../platform/exchange.js';
 
 export interface GatewayClientOptions {
   /**
@@ -41,7 +41,7 @@ export class GatewayClient {
 
   /** Forwards one effect under the caller's lease. Abort `signal` when the lease is lost. */
   async send(input: SendInput, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
-    const url = new URL('send', this.baseUrl.href.endsWith('/') ? this.baseUrl : `${this.baseUrl.href}/`);
+    const url = urlUnder(this.baseUrl, ['send']);
     const body = Buffer.from(JSON.stringify(input));
     const result = await exchange({ method: 'POST', url, body, timeoutMs: this.timeoutMs, agent: this.agent, signal: options.signal });
     switch (result.kind) {
@@ -72,10 +72,9 @@ export class GatewayClient {
 
 /** Rebuilds the gateway's GatewayError from an error answer. */
 export function errorFromResponse(status: number, body: unknown): GatewayError {
-  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const error = errorInBody(body);
   if (error && isGatewayErrorCode(error.code)) {
-    const { code, message, ...details } = error as { code: GatewayErrorCode; message?: unknown };
-    return new GatewayError(code, typeof message === 'string' ? message : `The gateway answered ${status} ${code}.`, details, status);
+    return new GatewayError(error.code, error.message ?? `The gateway answered ${status} ${error.code}.`, error.details, status);
   }
   return new GatewayError(
     status >= 500 ? 'internal' : 'invalid_request',

@@ -1,5 +1,6 @@
 // The gateway's one error class and its table from code to HTTP status. Routes throw it, the
 // app renders it, and GatewayClient rebuilds it from a response, so callers branch on `code`.
+import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-error.js';
 
 export const GATEWAY_ERROR_STATUS = {
   invalid_request: 400,
@@ -8,6 +9,7 @@ export const GATEWAY_ERROR_STATUS = {
   stale_lease: 409,
   fenced: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   conflict: 422,
   /** The send's qty is not the job's; refused before anything is forwarded. */
   qty_mismatch: 422,
@@ -26,27 +28,22 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_STATUS;
 /** Codes whose status is not fixed by the table: the one a 504 can carry. */
 const FLEXIBLE_STATUS: ReadonlySet<GatewayErrorCode> = new Set(['upstream_unavailable']);
 
-export class GatewayError extends Error {
+export class GatewayError extends ServiceError<GatewayErrorCode> {
   override readonly name = 'GatewayError';
-  readonly status: number;
 
-  /** `status` overrides the table only for `upstream_unavailable` (502, or 504 after a timeout). */
-  constructor(
-    readonly code: GatewayErrorCode,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-    status?: number,
-  ) {
-    super(message);
-    this.status = status !== undefined && FLEXIBLE_STATUS.has(code) ? status : GATEWAY_ERROR_STATUS[code];
+  /**
+   * `status` overrides the table only for `upstream_unavailable` (502, or 504 after a timeout).
+   * `options.cause` keeps the underlying error for logs; it is never part of the body.
+   */
+  constructor(code: GatewayErrorCode, message: string, details: Record<string, unknown> = {}, status?: number, options?: ErrorOptions) {
+    super(code, status !== undefined && FLEXIBLE_STATUS.has(code) ? status : GATEWAY_ERROR_STATUS[code], message, details, options);
   }
 
-  /** The wire shape: `{error: {code, message, ...details}}`. */
-  toJSON(): { error: Record<string, unknown> } {
-    return { error: { code: this.code, message: this.message, ...this.details } };
+  static fromEdge(failure: EdgeFailure): GatewayError {
+    return new GatewayError(failure.code, failure.message, failure.details);
   }
 }
 
 export function isGatewayErrorCode(code: unknown): code is GatewayErrorCode {
-  return typeof code === 'string' && Object.hasOwn(GATEWAY_ERROR_STATUS, code);
+  return isCodeOf(GATEWAY_ERROR_STATUS, code);
 }

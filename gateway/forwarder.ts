@@ -2,7 +2,7 @@
 // and, when a secret is set, signed with the receiver's own signing module over the exact bytes
 // sent. One keep-alive agent per forwarder, so retries and busy workers reuse connections.
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
-import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
+import { exchange, keepAliveAgent, urlUnder, type Exchange } from '../platform/exchange.js';
 
 export interface ForwarderOptions {
   receiverUrl: URL;
@@ -18,7 +18,7 @@ export interface Forwarder {
 
 export function createForwarder({ receiverUrl, secret, now }: ForwarderOptions): Forwarder {
   const agent = keepAliveAgent();
-  const url = new URL('effects', receiverUrl.href.endsWith('/') ? receiverUrl : `${receiverUrl.href}/`);
+  const url = urlUnder(receiverUrl, ['effects']);
   return {
     forward(effect, token, timeoutMs, signal) {
       const body = Buffer.from(JSON.stringify({ jobId: effect.jobId, qty: effect.qty }));

@@ -1,4 +1,4 @@
-// The gateway's public surface: rules, app, service, client. Named exports only.
+// The gateway's public surface: rules, forwarder, app, service, client. Named exports only.
 export {
   attemptTimeoutMs,
   backoffMs,
@@ -17,6 +17,7 @@ export {
 export type { Exchange } from '../platform/exchange.js';
 export { GatewayError, GATEWAY_ERROR_STATUS, type GatewayErrorCode } from './errors.js';
 export { GATEWAY_DEFAULTS, resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './options.js';
+export { createForwarder, type Forwarder, type ForwarderOptions } from './forwarder.js';
 export { createGatewayApp, type GatewayApp } from './app.js';
 export { startGateway, type GatewayService, type GatewayServiceOptions } from './service.js';
 export { GatewayClient, type GatewayClientOptions, type SendInput, type SendOutcome } from './client.js';

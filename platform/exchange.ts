@@ -116,6 +116,48 @@ function parseBody(chunks: Buffer[]): unknown {
   }
 }
 
+/**
+ * The URL of `segments` under `base`, keeping any path the base has (`http://host/prefix` and
+ * `http://host/prefix/` both give `http://host/prefix/jobs`). Each segment is encoded whole,
+ * so a job id with `/`, `?` or `#` stays one segment. The base's own query is dropped.
+ */
+export function urlUnder(base: URL, segments: readonly string[], query?: URLSearchParams): URL {
+  const url = new URL(base.href);
+  const prefix = url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`;
+  url.pathname = `${prefix}${segments.map(encodeURIComponent).join('/')}`;
+  url.search = query && query.size > 0 ? `?${query}` : '';
+  url.hash = '';
+  return url;
+}
+
+/** The error object of an error answer, `{error: {code, message, ...details}}`, split up. */
+export interface AnsweredError {
+  code: string;
+  /** Undefined when the answer had none. */
+  message: string | undefined;
+  details: Record<string, unknown>;
+}
+
+/** The error inside an answer's body, or undefined when the body is not in the services' error shape. */
+export function errorInBody(body: unknown): AnsweredError | undefined {
+  const error = (body as { error?: unknown } | null | undefined)?.error;
+  if (error === null || typeof error !== 'object' || Array.isArray(error)) return undefined;
+  const { code, message, ...details } = error as Record<string, unknown>;
+  if (typeof code !== 'string') return undefined;
+  return { code, message: typeof message === 'string' ? message : undefined, details };
+}
+
+/** setTimeout fires at once for anything above this, so a larger timeout would be no timeout at all. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** `timeoutMs` when a timer can keep it; a RangeError naming the range otherwise. */
+export function checkedTimeoutMs(timeoutMs: number): number {
+  if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    throw new RangeError(`timeoutMs must be between 1 and ${MAX_TIMEOUT_MS} ms; got ${timeoutMs}.`);
+  }
+  return timeoutMs;
+}
+
 export function keepAliveAgent(): http.Agent {
   return new http.Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
 }

@@ -2,8 +2,8 @@
 // (same `code`, same details) the service threw; an unreachable queue is `queue_unavailable`;
 // a call whose signal aborts rejects with the signal's reason.
 import type http from 'node:http';
-import { QUEUE_ERROR_STATUS, QueueError, type QueueErrorCode } from './errors.js';
-import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
+import { isQueueErrorCode, QueueError } from './errors.js';
+import { checkedTimeoutMs, errorInBody, exchange, keepAliveAgent, urlUnder, type Exchange } from '../platform/exchange.js';
 import type { Job, JobStatus, Lease, Stats } from './types.js';
 
 export interface EnqueueInput {
@@ -35,9 +35,6 @@ export interface CallOptions {
   timeoutMs?: number | undefined;
 }
 
-/** setTimeout fires at once for anything above this, so a larger timeout would be no timeout at all. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-
 /** An answer, whatever its status. */
 type JsonResponse = Extract<Exchange, { kind: 'response' }>;
 
@@ -51,7 +48,7 @@ export class QueueClient {
     this.baseUrl = new URL(baseUrl);
     this.agent = options.agent ?? keepAliveAgent();
     this.ownsAgent = options.agent === undefined;
-    this.timeoutMs = checkedTimeout(options.timeoutMs ?? 10_000);
+    this.timeoutMs = checkedTimeoutMs(options.timeoutMs ?? 10_000);
   }
 
   /**
@@ -59,7 +56,7 @@ export class QueueClient {
    * answers `created: false` if the first landed); without one, a repeat makes a second job.
    */
   async enqueue(input: EnqueueInput, options?: CallOptions): Promise<{ job: Job; created: boolean }> {
-    const res = await this.call('POST', '/jobs', input, options);
+    const res = await this.call('POST', ['jobs'], input, options);
     return { job: (res.body as { job: Job }).job, created: res.status === 201 };
   }
 
@@ -69,13 +66,13 @@ export class QueueClient {
    * expires (rule 2) — the job is claimable again once it ends, with one attempt spent (rule 5).
    */
   async claim(owner: string, leaseMs?: number, options?: CallOptions): Promise<Lease | null> {
-    const res = await this.call('POST', '/claims', leaseMs === undefined ? { owner } : { owner, leaseMs }, options);
+    const res = await this.call('POST', ['claims'], leaseMs === undefined ? { owner } : { owner, leaseMs }, options);
     return res.status === 204 ? null : (res.body as { lease: Lease }).lease;
   }
 
   /** An aborted heartbeat may or may not have moved `leaseUntil`; owner and token are the same either way. */
   async heartbeat(id: string, input: { owner: string; token: number; leaseMs?: number }, options?: CallOptions): Promise<Lease> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/heartbeat`, input, options)).body as { lease: Lease }).lease;
+    return ((await this.call('POST', ['jobs', id, 'heartbeat'], input, options)).body as { lease: Lease }).lease;
   }
 
   /**
@@ -85,7 +82,7 @@ export class QueueClient {
    * same owner and token.
    */
   async finish(id: string, input: { owner: string; token: number; result?: unknown }, options?: CallOptions): Promise<Job> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/finish`, input, options)).body as { job: Job }).job;
+    return ((await this.call('POST', ['jobs', id, 'finish'], input, options)).body as { job: Job }).job;
   }
 
   /** Like finish: an aborted fail may have been applied, and a repeat of one that was is refused as `stale_lease`. */
@@ -94,33 +91,32 @@ export class QueueClient {
     input: { owner: string; token: number; error: string; retryInMs?: number },
     options?: CallOptions,
   ): Promise<Job> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/fail`, input, options)).body as { job: Job }).job;
+    return ((await this.call('POST', ['jobs', id, 'fail'], input, options)).body as { job: Job }).job;
   }
 
   async verify(id: string, input: { owner: string; token: number }, options?: CallOptions): Promise<Lease> {
-    return ((await this.call('POST', `/jobs/${encodeURIComponent(id)}/verify`, input, options)).body as { lease: Lease }).lease;
+    return ((await this.call('POST', ['jobs', id, 'verify'], input, options)).body as { lease: Lease }).lease;
   }
 
   async get(id: string, options?: CallOptions): Promise<Job> {
-    return ((await this.call('GET', `/jobs/${encodeURIComponent(id)}`, undefined, options)).body as { job: Job }).job;
+    return ((await this.call('GET', ['jobs', id], undefined, options)).body as { job: Job }).job;
   }
 
   async list(query: { status?: JobStatus; limit?: number } = {}, options?: CallOptions): Promise<Job[]> {
     const params = new URLSearchParams();
     if (query.status) params.set('status', query.status);
     if (query.limit !== undefined) params.set('limit', String(query.limit));
-    const qs = params.size > 0 ? `?${params}` : '';
-    return ((await this.call('GET', `/jobs${qs}`, undefined, options)).body as { jobs: Job[] }).jobs;
+    return ((await this.call('GET', ['jobs'], undefined, options, params)).body as { jobs: Job[] }).jobs;
   }
 
   async stats(options?: CallOptions): Promise<Stats> {
-    return (await this.call('GET', '/stats', undefined, options)).body as Stats;
+    return (await this.call('GET', ['stats'], undefined, options)).body as Stats;
   }
 
   /** False when the queue does not answer 200; an aborted call still rejects with the signal's reason. */
   async healthy(options?: CallOptions): Promise<boolean> {
     try {
-      return (await this.call('GET', '/healthz', undefined, options)).status === 200;
+      return (await this.call('GET', ['healthz'], undefined, options)).status === 200;
     } catch (err) {
       if (err instanceof QueueError) return false;
       throw err;
@@ -131,14 +127,20 @@ export class QueueClient {
     if (this.ownsAgent) this.agent.destroy();
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: unknown, options: CallOptions = {}): Promise<JsonResponse> {
+  private async call(
+    method: 'GET' | 'POST',
+    path: readonly string[],
+    body?: unknown,
+    options: CallOptions = {},
+    query?: URLSearchParams,
+  ): Promise<JsonResponse> {
     // Serialised before the request, so a body that is not JSON (a BigInt, a cycle) throws a
     // TypeError here instead of passing for an unreachable queue.
     const json = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeout(options.timeoutMs);
+    const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeoutMs(options.timeoutMs);
     const res = await exchange({
       method,
-      url: new URL(path, this.baseUrl),
+      url: urlUnder(this.baseUrl, path, query),
       ...(json ? { body: json } : {}),
       timeoutMs,
       agent: this.agent,
@@ -165,19 +167,11 @@ export class QueueClient {
   }
 }
 
-function checkedTimeout(timeoutMs: number): number {
-  if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMEOUT_MS)) {
-    throw new RangeError(`timeoutMs must be between 1 and ${MAX_TIMEOUT_MS} ms; got ${timeoutMs}.`);
-  }
-  return timeoutMs;
-}
-
 /** Rebuilds the service's QueueError from an error response. */
 export function errorFromResponse(res: JsonResponse): QueueError {
-  const error = (res.body as { error?: { code?: string; message?: string } } | undefined)?.error;
-  if (error?.code && error.code in QUEUE_ERROR_STATUS) {
-    const { code, message, ...details } = error as { code: QueueErrorCode; message: string };
-    return new QueueError(code, message, details);
+  const error = errorInBody(res.body);
+  if (error && isQueueErrorCode(error.code)) {
+    return new QueueError(error.code, error.message ?? `The queue answered ${res.status} ${error.code}.`, error.details);
   }
   return new QueueError(
     res.status >= 500 ? 'internal' : 'invalid_request',

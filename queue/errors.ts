@@ -1,5 +1,6 @@
 // The queue's one error class. Routes throw it; the app renders it; the client rebuilds it
 // from a response, so a caller handles the same `code` whether it embeds or calls over HTTP.
+import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-error.js';
 import type { CurrentLease, Presented, StaleReason } from './types.js';
 
 export const QUEUE_ERROR_STATUS = {
@@ -9,30 +10,28 @@ export const QUEUE_ERROR_STATUS = {
   job_exists: 409,
   stale_lease: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   internal: 500,
   queue_unavailable: 503,
 } as const;
 
 export type QueueErrorCode = keyof typeof QUEUE_ERROR_STATUS;
 
-export class QueueError extends Error {
+export class QueueError extends ServiceError<QueueErrorCode> {
   override readonly name = 'QueueError';
-  readonly status: number;
 
   /** `options.cause` keeps the underlying error for logs; it is never part of the JSON body. */
-  constructor(
-    readonly code: QueueErrorCode,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-    this.status = QUEUE_ERROR_STATUS[code];
+  constructor(code: QueueErrorCode, message: string, details: Record<string, unknown> = {}, options?: ErrorOptions) {
+    super(code, QUEUE_ERROR_STATUS[code], message, details, options);
   }
 
-  toJSON() {
-    return { error: { code: this.code, message: this.message, ...this.details } };
+  static fromEdge(failure: EdgeFailure): QueueError {
+    return new QueueError(failure.code, failure.message, failure.details);
   }
+}
+
+export function isQueueErrorCode(code: unknown): code is QueueErrorCode {
+  return isCodeOf(QUEUE_ERROR_STATUS, code);
 }
 
 /** 409 stale_lease: says both what the caller presented and what the job is now. */

@@ -5,8 +5,8 @@ import { pino, type Logger } from 'pino';
 import { adminRoutes } from './admin.js';
 import { ReceiverError } from './errors.js';
 import type { FaultController } from './faults.js';
-import { receiverErrors, unknownRoute } from './http-errors.js';
-import { fencedEffects } from './middleware.js';
+import { requestLog, unknownRoute } from '../platform/http-edge.js';
+import { fencedEffects, receiverErrors } from './middleware.js';
 import { systemClock, type Clock } from './rules.js';
 import type { EffectStore } from './store.js';
 
@@ -28,6 +28,7 @@ export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express 
   app.disable('x-powered-by');
   // Totals and effects change with every request; never let a client answer itself with a 304.
   app.disable('etag');
+  app.use(requestLog(logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -60,7 +61,7 @@ export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express 
 
   if (faults) app.use(adminRoutes(store, faults));
 
-  app.use(unknownRoute);
+  app.use(unknownRoute(ReceiverError.fromEdge, 'receiver', 'docs/receiver.md lists its routes'));
   app.use(receiverErrors(logger));
   return app;
 }

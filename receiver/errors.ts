@@ -1,7 +1,8 @@
 // The receiver's one error class and the one table from its codes to HTTP statuses.
-// Handlers throw ReceiverError; the error middleware (http-errors.ts) renders it.
+// Handlers throw ReceiverError; the app's error renderer answers it; ReceiverClient rebuilds it.
+import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-error.js';
 
-export const STATUS_BY_CODE = {
+export const RECEIVER_ERROR_STATUS = {
   invalid_request: 400,
   invalid_signature: 401,
   unknown_effect: 404,
@@ -11,18 +12,18 @@ export const STATUS_BY_CODE = {
   unsupported_media_type: 415,
   conflict: 422,
   apply_failed: 500,
-  internal_error: 500,
+  internal: 500,
   busy: 503,
   // Test mode only: the status is the one the test asked for; 503 when it did not say.
   injected_fault: 503,
+  /** Client side only: the receiver itself could not be reached, or did not answer in time. */
+  receiver_unavailable: 503,
 } as const;
 
-export type ReceiverErrorCode = keyof typeof STATUS_BY_CODE;
+export type ReceiverErrorCode = keyof typeof RECEIVER_ERROR_STATUS;
 
-export class ReceiverError extends Error {
-  readonly code: ReceiverErrorCode;
-  readonly status: number;
-  readonly details: Record<string, unknown>;
+export class ReceiverError extends ServiceError<ReceiverErrorCode> {
+  override readonly name = 'ReceiverError';
 
   /**
    * `status` overrides the table only for `injected_fault`, whose status a test chooses.
@@ -35,15 +36,14 @@ export class ReceiverError extends Error {
     status?: number,
     options?: ErrorOptions,
   ) {
-    super(message, options);
-    this.name = 'ReceiverError';
-    this.code = code;
-    this.status = code === 'injected_fault' && status !== undefined ? status : STATUS_BY_CODE[code];
-    this.details = details;
+    super(code, code === 'injected_fault' && status !== undefined ? status : RECEIVER_ERROR_STATUS[code], message, details, options);
   }
 
-  /** The wire shape every error has: `{error: {code, message, ...details}}`. */
-  toBody(): { error: Record<string, unknown> } {
-    return { error: { code: this.code, message: this.message, ...this.details } };
+  static fromEdge(failure: EdgeFailure): ReceiverError {
+    return new ReceiverError(failure.code, failure.message, failure.details);
   }
+}
+
+export function isReceiverErrorCode(code: unknown): code is ReceiverErrorCode {
+  return isCodeOf(RECEIVER_ERROR_STATUS, code);
 }

@@ -3,6 +3,7 @@
 // connection. Lets other projects prove their retries are safe against this receiver.
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
+import { parseWith } from '../platform/http-edge.js';
 import { ReceiverError } from './errors.js';
 
 const count = z.number().int().min(1).max(10_000).default(1);
@@ -34,16 +35,7 @@ export class FaultController {
     if (!this.enabled) {
       throw new Error('Fault injection is off; start the receiver with testMode: true (or --test-mode).');
     }
-    const parsed = faultSchema.safeParse(request);
-    if (!parsed.success) {
-      const issues = parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
-      throw new ReceiverError(
-        'invalid_request',
-        `The fault is invalid: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}.`,
-        { issues },
-      );
-    }
-    const { count: n, ...fault } = parsed.data;
+    const { count: n, ...fault } = parseWith(faultSchema, request, 'fault', ReceiverError.fromEdge);
     for (let i = 0; i < n; i += 1) this.queue.push({ ...fault } as Fault);
     return this.pending();
   }

@@ -1,5 +1,5 @@
-// The receiver's public surface: the stub starter, the app and middleware, the store, the
-// rules and the signature scheme. Named exports only.
+// The receiver's public surface: the stub starter, the app and middleware, the client, the
+// store, the rules and the signature scheme. Named exports only.
 export { startReceiver, resolveStartOptions, type StartReceiverOptions, type ReceiverHandle } from './service.js';
 export { createReceiverApp, type ReceiverAppOptions } from './app.js';
 export {
@@ -7,11 +7,18 @@ export {
   parseFencingToken,
   parseEffectBody,
   IDEMPOTENT_REPLAYED_HEADER,
+  receiverErrors,
   type FencedEffectsOptions,
 } from './middleware.js';
 export { FaultController, faultSchema, type Fault, type FaultRequest } from './faults.js';
-export { ReceiverError, STATUS_BY_CODE, type ReceiverErrorCode } from './errors.js';
-export { receiverErrors } from './http-errors.js';
+export { ReceiverError, RECEIVER_ERROR_STATUS, type ReceiverErrorCode } from './errors.js';
+export {
+  ReceiverClient,
+  type ReceiverCallOptions,
+  type ReceiverClientOptions,
+  type RecordOptions,
+  type RecordOutcome,
+} from './client.js';
 export {
   judge,
   systemClock,
@@ -32,10 +39,11 @@ export {
 } from './store.js';
 export {
   createKnexEffectStore,
-  openSqliteEffectStore,
+  type EffectDialect,
+  type KnexEffectStore,
   type KnexEffectStoreOptions,
-  type SqliteEffectStoreOptions,
 } from './knex-store.js';
+export { openSqliteEffectStore, type SqliteEffectStoreOptions } from './sqlite-store.js';
 export { openPostgresEffectStore, type PostgresEffectStoreOptions } from './postgres-store.js';
 export { migrateReceiver, receiverMigrationSource, RECEIVER_MIGRATIONS_TABLE } from './migrations/index.js';
 export {

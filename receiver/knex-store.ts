@@ -1,48 +1,69 @@
-// The knex implementation of EffectStore, opened on SQLite through queue/sqlite.ts. All of the
-// receiver's SQL lives here, rows are mapped to Effect/JournalEntry objects in one place, and a
-// database that stays locked or unreachable becomes the receiver's `busy` error here.
-import { mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
+// The receiver's SQL, on knex, shared by SQLite and PostgreSQL: recording an effect is one
+// conditional write whose returned row is the answer, a refusal is explained by reading the row
+// afterwards, and rows become Effects and JournalEntries here. Dialects differ only in how a write
+// transaction is run (group commit and prepared statements on SQLite, retries on PostgreSQL).
 import type { Knex } from 'knex';
-import { GroupCommitter } from '../platform/group-commit.js';
 import { isPostgresUnavailable } from '../platform/postgres.js';
-import { isBusyError, openSqlite, retryBusy } from '../platform/sqlite.js';
+import { isBusyError } from '../platform/sqlite.js';
 import { ReceiverError } from './errors.js';
-import { migrateReceiver } from './migrations/index.js';
-import type { Effect, Outcome } from './rules.js';
-import type { EffectStore, JournalEntry, Totals } from './store.js';
+import { judge, type Clock, type Effect, type EffectRequest, type JobState, type Judgement, type Outcome } from './rules.js';
+import type { ApplyEffect, EffectStore, JournalEntry, Recorded, Totals } from './store.js';
+
+/**
+ * What the receiver's SQL runs on: a knex transaction, or (on SQLite's write path) a connection
+ * inside `BEGIN IMMEDIATE` that runs prepared statements directly.
+ */
+export interface Executor {
+  raw(sql: string, bindings: readonly Knex.Value[]): PromiseLike<unknown>;
+}
+
+export interface EffectDialect {
+  /**
+   * Runs `work` in one write transaction through knex, retried as a whole on the dialect's
+   * transient errors. Its `trx` is what an `apply` callback is handed.
+   */
+  transaction<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  /** The same for work that needs no knex transaction; `transaction` when left out. */
+  write?<T>(knex: Knex, work: (executor: Executor) => Promise<T>): Promise<T>;
+}
+
+/** An EffectStore on knex; `knex` is its handle, for a caller that listens to its queries. */
+export interface KnexEffectStore extends EffectStore<Knex.Transaction> {
+  readonly knex: Knex;
+}
+
+export interface KnexEffectStoreOptions {
+  /** A migrated database (`migrateReceiver`). */
+  knex: Knex;
+  /** Plain knex transactions, run once, when left out. */
+  dialect?: EffectDialect;
+}
 
 const EFFECTS = 'receiver_effects';
 const JOURNAL = 'receiver_journal';
+const EFFECT_COLUMNS = 'job_id, qty, token, applied_at, highest_token';
 
-interface EffectRow {
-  job_id: string;
-  qty: number | string;
-  token: number | string;
-  applied_at: number | string;
-  highest_token: number | string;
-}
+type Row = Record<string, unknown>;
 
-interface JournalRow {
-  seq: number | string;
-  job_id: string;
-  qty: number | string;
-  token: number | string;
-  outcome: string;
-  at: number | string;
+/** knex's raw() resolves with the rows on SQLite and with a result object on PostgreSQL. */
+function rowsOf(result: unknown): Row[] {
+  if (Array.isArray(result)) return result as Row[];
+  return (result as { rows?: Row[] }).rows ?? [];
 }
 
 // Number(): PostgreSQL's driver returns bigint columns as strings; SQLite returns numbers.
-const toEffect = (row: EffectRow): Effect => ({
-  jobId: row.job_id,
+const toEffect = (row: Row): Effect => ({
+  jobId: String(row.job_id),
   qty: Number(row.qty),
   token: Number(row.token),
   appliedAt: Number(row.applied_at),
 });
 
-const toJournalEntry = (row: JournalRow): JournalEntry => ({
+const toJobState = (row: Row): JobState => ({ effect: toEffect(row), highestToken: Number(row.highest_token) });
+
+const toJournalEntry = (row: Row): JournalEntry => ({
   seq: Number(row.seq),
-  jobId: row.job_id,
+  jobId: String(row.job_id),
   qty: Number(row.qty),
   token: Number(row.token),
   outcome: row.outcome as Outcome,
@@ -50,9 +71,81 @@ const toJournalEntry = (row: JournalRow): JournalEntry => ({
 });
 
 /**
+ * The rule (rules.judge) as one conditional write. No row for the job: insert the first effect
+ * (`applied`). A row with the same qty and a highest token not above this token: raise the
+ * highest token to it (`duplicate`; an equal token writes the value it already has). Anything
+ * else updates nothing and returns no row (`fenced` or `conflict`, told apart by the read that
+ * follows). `previous_highest_token` is set only by the update, to the value it replaces: NULL in
+ * the returned row means this statement inserted it, and otherwise it is the state the duplicate
+ * was judged against. On PostgreSQL the statement waits for a concurrent writer of the job and
+ * then decides on its committed row, and it locks that row even when it refuses, so requests for
+ * one job are serialised from here to their commit, journal entry included.
+ */
+const RECORD_SQL = `INSERT INTO ${EFFECTS} (job_id, qty, token, applied_at, highest_token)
+  VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (job_id) DO UPDATE
+    SET highest_token = excluded.highest_token, previous_highest_token = ${EFFECTS}.highest_token
+    WHERE ${EFFECTS}.qty = excluded.qty AND ${EFFECTS}.highest_token <= excluded.highest_token
+  RETURNING ${EFFECT_COLUMNS}, previous_highest_token`;
+
+const READ_SQL = `SELECT ${EFFECT_COLUMNS} FROM ${EFFECTS} WHERE job_id = ?`;
+
+const JOURNAL_SQL = `INSERT INTO ${JOURNAL} (job_id, qty, token, outcome, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`;
+
+/**
+ * Judges and records one request on `executor`, inside a write transaction: the conditional
+ * write, `apply` for an applied effect, then the journal entry. Every outcome is named by
+ * `judge`, given the state the write proved was there, so SQL and rule cannot silently part.
+ */
+async function recordIn(
+  executor: Executor,
+  request: EffectRequest,
+  now: number,
+  apply?: (effect: Effect) => Promise<void>,
+): Promise<Recorded> {
+  const first = judge(undefined, request, now);
+  const { effect, highestToken } = first.state;
+  const written = rowsOf(
+    await executor.raw(RECORD_SQL, [effect.jobId, effect.qty, effect.token, effect.appliedAt, highestToken]),
+  )[0];
+  let judgement: Judgement;
+  if (!written) {
+    judgement = await explainRefusal(executor, request, now);
+  } else if (written.previous_highest_token === null || written.previous_highest_token === undefined) {
+    judgement = first;
+  } else {
+    const before = { effect: toEffect(written), highestToken: Number(written.previous_highest_token) };
+    judgement = asAllowed(judge(before, request, now), ['duplicate'], request);
+  }
+  if (judgement.outcome === 'applied' && apply) await apply(judgement.state.effect);
+  const journal = await appendJournal(executor, { ...request, outcome: judgement.outcome, at: now });
+  return { judgement, journal };
+}
+
+/** Reads the row after a refused write, only to say why: `fenced` or `conflict`. */
+async function explainRefusal(executor: Executor, request: EffectRequest, now: number): Promise<Judgement> {
+  const row = rowsOf(await executor.raw(READ_SQL, [request.jobId]))[0];
+  return asAllowed(judge(row && toJobState(row), request, now), ['fenced', 'conflict'], request);
+}
+
+/** The rule's outcome, when it is one the write allows; otherwise the SQL and the rule disagree. */
+function asAllowed(judgement: Judgement, allowed: readonly Outcome[], request: EffectRequest): Judgement {
+  if (allowed.includes(judgement.outcome)) return judgement;
+  // Rows are only deleted by reset(), so this means a reset ran meanwhile, or a bug.
+  throw new Error(
+    `Recording job "${request.jobId}" found the rules answering "${judgement.outcome}" where the database allowed ${allowed.join(' or ')}; nothing was recorded.`,
+  );
+}
+
+async function appendJournal(executor: Executor, entry: Omit<JournalEntry, 'seq'>): Promise<JournalEntry> {
+  const row = rowsOf(await executor.raw(JOURNAL_SQL, [entry.jobId, entry.qty, entry.token, entry.outcome, entry.at]))[0];
+  return { seq: Number(row?.seq), ...entry };
+}
+
+/**
  * `503 busy` for a driver error meaning the database stayed locked or unreachable after the
- * retries, with that error as `cause`; undefined for any other error. The knex store runs on
- * SQLite and on PostgreSQL (openPostgresEffectStore builds on it), so it knows both drivers.
+ * retries, with that error as `cause`; undefined for any other error. Both drivers are known
+ * here, so a store built without a dialect still answers `busy`.
  */
 function unavailable(err: unknown): ReceiverError | undefined {
   if (isBusyError(err)) {
@@ -77,82 +170,47 @@ function unavailable(err: unknown): ReceiverError | undefined {
 }
 
 /**
- * Where every method that callers reach outside a transaction's `work` ends on failure. It
- * runs outside the retry and the group commit, so those still see the driver's own errors.
+ * Where every method ends on failure. It runs outside the dialect's retries and group commit,
+ * so those still see the driver's own errors.
  */
 function rethrow(err: unknown): never {
   throw unavailable(err) ?? err;
 }
 
-export interface KnexEffectStoreOptions {
-  knex: Knex;
-  /** Wraps each whole transaction, e.g. to retry it while SQLite reports SQLITE_BUSY. */
-  retry?: <T>(operation: () => Promise<T>) => Promise<T>;
-  /**
-   * Let requests that arrive while a transaction runs share the next one (one fsync for
-   * several effects); for a store whose transactions run one at a time, as on SQLite.
-   */
-  groupCommit?: boolean;
-}
+const plainTransactions: EffectDialect = { transaction: (knex, work) => knex.transaction(work) };
 
-/**
- * An EffectStore over a knex handle whose transactions already exclude other writers
- * (openSqlite's BEGIN IMMEDIATE). The caller migrates the database first (`migrateReceiver`).
- */
-export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectStore<Knex.Transaction> {
+/** An EffectStore over a migrated knex handle (SQLite 3.35+ or PostgreSQL). */
+export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffectStore {
   const { knex } = options;
-  const retry = options.retry ?? (<T>(operation: () => Promise<T>) => operation());
-
-  // No isRefusal: a write can fail after writing through the transaction (an apply callback
-  // that throws halfway), so any error rolls the batch back and each write then runs alone,
-  // where the error reaches the one request that threw it.
-  const committer = options.groupCommit
-    ? new GroupCommitter<Knex.Transaction>((batch) => retry(() => knex.transaction(batch)))
-    : undefined;
+  const dialect = options.dialect ?? plainTransactions;
+  const write = <T>(work: (executor: Executor) => Promise<T>): Promise<T> =>
+    dialect.write ? dialect.write(knex, work) : dialect.transaction(knex, work);
 
   return {
-    transaction: (work) => (committer ? committer.submit(work) : retry(() => knex.transaction(work))).catch(rethrow),
+    knex,
 
-    async readJob(tx, jobId) {
-      const row = (await tx<EffectRow>(EFFECTS).where({ job_id: jobId }).first()) as EffectRow | undefined;
-      return row && { effect: toEffect(row), highestToken: Number(row.highest_token) };
-    },
-
-    async writeJob(tx, previous, next) {
-      const { effect } = next;
-      if (previous === undefined) {
-        await tx(EFFECTS).insert({
-          job_id: effect.jobId,
-          qty: effect.qty,
-          token: effect.token,
-          applied_at: effect.appliedAt,
-          highest_token: next.highestToken,
-        });
-        return true;
-      }
-      // The WHERE clause is the precondition: the row is still the one the rules judged.
-      const updated = await tx(EFFECTS)
-        .where({ job_id: effect.jobId, highest_token: previous.highestToken, qty: previous.effect.qty })
-        .update({ highest_token: next.highestToken });
-      return updated === 1;
-    },
-
-    async appendJournal(tx, entry) {
-      const [row] = (await tx(JOURNAL)
-        .insert({ job_id: entry.jobId, qty: entry.qty, token: entry.token, outcome: entry.outcome, at: entry.at })
-        .returning('seq')) as Array<{ seq: number | string }>;
-      return { seq: Number(row?.seq), ...entry };
+    record(request: EffectRequest, clock: Clock, apply?: ApplyEffect<Knex.Transaction>): Promise<Recorded> {
+      // The clock is read inside the transaction, so `appliedAt` and journal times follow the
+      // order in which requests were serialised. `apply` writes through knex, so only a request
+      // that has one needs a knex transaction; the others take the dialect's leaner write path.
+      const recorded = apply
+        ? dialect.transaction(knex, (trx) => recordIn(trx, request, clock.now(), (effect) => apply(effect, trx)))
+        : write((executor) => recordIn(executor, request, clock.now()));
+      return recorded.catch(rethrow);
     },
 
     async listEffects() {
-      const rows = (await knex<EffectRow>(EFFECTS)
+      const rows = await knex(EFFECTS)
+        .select(EFFECT_COLUMNS.split(', '))
         .orderBy([{ column: 'applied_at' }, { column: 'job_id' }])
-        .catch(rethrow)) as EffectRow[];
-      return rows.map(toEffect);
+        .catch(rethrow);
+      return (rows as Row[]).map(toEffect);
     },
 
     async getEffect(jobId) {
-      const row = (await knex<EffectRow>(EFFECTS).where({ job_id: jobId }).first().catch(rethrow)) as EffectRow | undefined;
+      const row = (await knex(EFFECTS).select(EFFECT_COLUMNS.split(', ')).where({ job_id: jobId }).first().catch(rethrow)) as
+        | Row
+        | undefined;
       return row && toEffect(row);
     },
 
@@ -164,41 +222,17 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): EffectSt
     },
 
     async journal() {
-      const rows = (await knex<JournalRow>(JOURNAL).orderBy('seq').catch(rethrow)) as JournalRow[];
-      return rows.map(toJournalEntry);
+      const rows = await knex(JOURNAL).select('seq', 'job_id', 'qty', 'token', 'outcome', 'at').orderBy('seq').catch(rethrow);
+      return (rows as Row[]).map(toJournalEntry);
     },
 
     async reset() {
-      await retry(() =>
-        knex.transaction(async (tx) => {
-          await tx(JOURNAL).delete();
-          await tx(EFFECTS).delete();
-        }),
-      ).catch(rethrow);
+      await write(async (executor) => {
+        await executor.raw(`DELETE FROM ${JOURNAL}`, []);
+        await executor.raw(`DELETE FROM ${EFFECTS}`, []);
+      }).catch(rethrow);
     },
 
     close: () => knex.destroy(),
   };
-}
-
-export interface SqliteEffectStoreOptions {
-  /** A file path (its parent directory is created) or `:memory:`. */
-  filename: string;
-  busyTimeoutMs?: number;
-  /** How long one transaction keeps retrying while another process holds the lock. */
-  busyBudgetMs?: number;
-}
-
-/** Opens, migrates and wraps one SQLite file: the receiver's default store. */
-export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): Promise<EffectStore<Knex.Transaction>> {
-  if (options.filename !== ':memory:') await mkdir(dirname(options.filename), { recursive: true });
-  const knex = openSqlite({ filename: options.filename, busyTimeoutMs: options.busyTimeoutMs });
-  try {
-    await retryBusy(() => migrateReceiver(knex), options.busyBudgetMs);
-  } catch (err) {
-    await knex.destroy();
-    throw err;
-  }
-  const budgetMs = options.busyBudgetMs ?? 10_000;
-  return createKnexEffectStore({ knex, retry: (operation) => retryBusy(operation, budgetMs), groupCommit: true });
 }

@@ -1,16 +1,16 @@
 // `fencedEffects`: the receiver's fencing-and-idempotency rule as one express router, so a
 // real downstream can put its own effect behind it. The receiver's own POST /effects uses it.
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
+import { BODY_LIMIT_BYTES, edgeFailureOf, errorRenderer, parseWith } from '../platform/http-edge.js';
 import { ReceiverError } from './errors.js';
-import { receiverErrors } from './http-errors.js';
 import { systemClock, type Clock, type EffectRequest } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
 import { recordEffect, type ApplyEffect, type EffectStore, type Recorded } from './store.js';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
-export const BODY_LIMIT = '1mb';
+export const BODY_LIMIT = BODY_LIMIT_BYTES;
 
 export interface FencedEffectsOptions<Tx> {
   store: EffectStore<Tx>;
@@ -87,13 +87,17 @@ export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: 
   } catch (err) {
     throw new ReceiverError('invalid_request', `The request body is not valid JSON (${(err as Error).message}); send a JSON object.`);
   }
-  const parsed = effectBodySchema.safeParse(json);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
-    const sentence = issues.map((issue) => issue.message).join('; ');
-    throw new ReceiverError('invalid_request', `The request body is invalid: ${sentence}.`, { issues });
-  }
-  return parsed.data;
+  return parseWith(effectBodySchema, json, 'request body', ReceiverError.fromEdge);
+}
+
+/** The stores already speak ReceiverError (`busy` for a database that stays locked or unreachable). */
+export function toReceiverError(err: unknown): ReceiverError {
+  return err instanceof ReceiverError ? err : ReceiverError.fromEdge(edgeFailureOf(err, 'receiver'));
+}
+
+/** The receiver's error middleware, for an app that mounts fencedEffects beside routes of its own. */
+export function receiverErrors(logger: Logger): ErrorRequestHandler {
+  return errorRenderer(toReceiverError, logger);
 }
 
 /**

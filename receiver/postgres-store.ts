@@ -1,42 +1,42 @@
 // The receiver on PostgreSQL: several receiver processes share one database and still record
-// each job's effect once. The SQL is the knex store's; this adds the per-job row lock that
-// PostgreSQL needs where SQLite's BEGIN IMMEDIATE excluded every other writer.
-import type { Knex } from 'knex';
+// each job's effect once. The SQL is the knex store's; this dialect adds retries of
+// serialization failures and deadlocks.
 import {
   checkSchemaName,
-  isRetryablePgError,
   migrateSerialised,
   openPostgres,
   parsePostgresUrl,
   retryPg,
 } from '../platform/postgres.js';
-import { createKnexEffectStore } from './knex-store.js';
+import { createKnexEffectStore, type EffectDialect, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
-import type { EffectStore } from './store.js';
 
 export interface PostgresEffectStoreOptions {
   /** `postgres://user:password@host:port/database`, optionally with `?schema=NAME`. */
   connectionString: string;
   /** The schema to use (created when missing); overrides `?schema=` in the URL. */
   schema?: string;
-  /** How long one transaction keeps retrying lost races, serialization failures and deadlocks. */
+  /** How long one transaction keeps retrying serialization failures and deadlocks. */
   retryBudgetMs?: number;
   /** Connections in this process's pool. */
   poolMax?: number;
 }
 
 /**
- * Two first requests for one job both read "no row" (there was nothing to lock) and both
- * insert; the primary key lets one commit and fails the other with a unique violation. That
- * transaction runs again from the start and then finds, and locks, the winner's row.
+ * READ COMMITTED is enough, and no explicit lock is taken: recording is one INSERT ... ON
+ * CONFLICT DO UPDATE ... WHERE, which waits for a concurrent writer of the same job, decides on
+ * its committed row and keeps that row locked to the end of the transaction, refusing or not.
+ * Two first requests for a job therefore never both insert (no unique violation to retry), and
+ * each request's journal entry is written while it holds the job. Other jobs are not held up.
+ * Retries remain for deadlocks and serialization failures, which an `apply` writing other
+ * tables may meet.
  */
-function lostFirstEffectRace(err: unknown): boolean {
-  const e = err as { code?: unknown; table?: unknown } | null;
-  return e?.code === '23505' && e.table === 'receiver_effects';
+export function postgresEffectDialect(retryBudgetMs: number): EffectDialect {
+  return { transaction: (knex, work) => retryPg(() => knex.transaction(work), retryBudgetMs) };
 }
 
 /** Opens (and migrates, serialised across processes) the receiver's store on PostgreSQL. */
-export async function openPostgresEffectStore(options: PostgresEffectStoreOptions): Promise<EffectStore<Knex.Transaction>> {
+export async function openPostgresEffectStore(options: PostgresEffectStoreOptions): Promise<KnexEffectStore> {
   const target = parsePostgresUrl(options.connectionString);
   const schema = checkSchemaName(options.schema) ?? target.schema;
   const knex = openPostgres({ connectionString: target.connectionString, schema, poolMax: options.poolMax });
@@ -46,23 +46,5 @@ export async function openPostgresEffectStore(options: PostgresEffectStoreOption
     await knex.destroy();
     throw err;
   }
-  const budgetMs = options.retryBudgetMs ?? 10_000;
-  const base = createKnexEffectStore({
-    knex,
-    retry: (operation) => retryPg(operation, budgetMs, (err) => isRetryablePgError(err) || lostFirstEffectRace(err)),
-  });
-  return {
-    ...base,
-    async readJob(tx, jobId) {
-      // The job's row stays locked until the transaction ends, so a racing request for the
-      // same job waits here and then reads this one's outcome: read, judge and write are one
-      // step per job, as under SQLite's single writer. Other jobs are not held up.
-      const locked = await tx.raw('SELECT 1 FROM receiver_effects WHERE job_id = ? FOR UPDATE', [jobId]);
-      // No row, no lock: answer "none" from this same statement, never from a later read that
-      // could see a row inserted meanwhile without holding its lock. If another request inserts
-      // first, this one's insert fails on the primary key and the transaction runs again.
-      if ((locked as { rowCount: number }).rowCount === 0) return undefined;
-      return base.readJob(tx, jobId);
-    },
-  };
+  return createKnexEffectStore({ knex, dialect: postgresEffectDialect(options.retryBudgetMs ?? 10_000) });
 }

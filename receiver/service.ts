@@ -3,7 +3,7 @@
 import { pino, type Logger } from 'pino';
 import { createReceiverApp } from './app.js';
 import { FaultController } from './faults.js';
-import { openSqliteEffectStore } from './knex-store.js';
+import { openSqliteEffectStore } from './sqlite-store.js';
 import { openPostgresEffectStore } from './postgres-store.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { listen, type Listening } from '../platform/listen.js';

@@ -1,8 +1,7 @@
 // The worker's decisions as pure functions: how often to renew, when the worker must assume
 // its lease has ended, and which answers from the queue or the gateway mean "not yours any more".
-import { GatewayError } from '../gateway/errors.js';
-import { QueueError } from '../queue/errors.js';
-import type { CurrentLease, Lease, StaleReason } from '../queue/types.js';
+import { GatewayError } from '../gateway/index.js';
+import { QueueError, type CurrentLease, type Lease, type StaleReason } from '../queue/index.js';
 import type { LossReason } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 

@@ -2,7 +2,7 @@
 // when the handler threw — and take the queue's answer as the outcome. A lost lease ends as
 // LeaseLostError and is never finished or failed under.
 import { setTimeout as delay } from 'node:timers/promises';
-import { GatewayError } from '../gateway/errors.js';
+import { GatewayError } from '../gateway/index.js';
 import type { Job } from '../queue/types.js';
 import { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';

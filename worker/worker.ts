@@ -3,8 +3,7 @@
 import http from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { GatewayClient } from '../gateway/client.js';
-import { QueueClient } from '../queue/client.js';
-import { QueueError } from '../queue/errors.js';
+import { QueueClient, QueueError } from '../queue/index.js';
 import type { WorkerEventBody } from './events.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { errorMessage } from './rules.js';

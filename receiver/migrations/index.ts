@@ -2,6 +2,7 @@
 // dist/ (no directory scan). Append-only: never edit or reorder a released migration.
 import type { Knex } from 'knex';
 import { createEffectsAndJournal } from './001_create_effects_and_journal.js';
+import { addPreviousHighestToken } from './002_add_previous_highest_token.js';
 
 export interface ReceiverMigration {
   name: string;
@@ -9,7 +10,7 @@ export interface ReceiverMigration {
   down(knex: Knex): Promise<void>;
 }
 
-const migrations: readonly ReceiverMigration[] = [createEffectsAndJournal];
+const migrations: readonly ReceiverMigration[] = [createEffectsAndJournal, addPreviousHighestToken];
 
 /** Its own bookkeeping table, so the receiver can share a database with the queue. */
 export const RECEIVER_MIGRATIONS_TABLE = 'receiver_migrations';

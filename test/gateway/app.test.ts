@@ -200,6 +200,16 @@ describe('gateway: refusing before anything is forwarded', () => {
     expectError(big, 413, 'payload_too_large');
   });
 
+  test('a charset or Content-Encoding it cannot read is 415 unsupported_media_type', async () => {
+    const { app, receiver } = await setup();
+    const body = JSON.stringify({ jobId: 'job-1', owner: 'w1', token: 1, qty: 5 });
+    const charset = await request(app).post('/send').set('content-type', 'application/json; charset=latin1').send(body);
+    expectError(charset, 415, 'unsupported_media_type');
+    const encoding = await request(app).post('/send').set('content-type', 'application/json').set('content-encoding', 'compress').send(body);
+    expectError(encoding, 415, 'unsupported_media_type');
+    expect(await receiver.journal()).toEqual([]);
+  });
+
   test('GET /healthz is 200; unknown routes are 404 with the error body', async () => {
     const { app } = await setup();
     expect((await request(app).get('/healthz')).status).toBe(200);

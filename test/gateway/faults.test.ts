@@ -119,7 +119,7 @@ describe('gateway ↔ receiver faults', () => {
     intercept(s.receiver.url)
       .reply(() => {
         calls += 1;
-        return [500, { error: { code: 'internal_error' } }];
+        return [500, { error: { code: 'internal' } }];
       })
       .persist();
     const started = Date.now();

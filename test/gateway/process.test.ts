@@ -23,9 +23,14 @@ async function realQueue(dir: string) {
   return { url: queue.url, lease };
 }
 
-async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
+interface GatewayAnswer {
+  outcome?: string;
+  error?: { code: string; message: string };
+}
+
+async function post(url: string, body: unknown): Promise<{ status: number; body: GatewayAnswer }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as GatewayAnswer };
 }
 
 function logLines(stderr: string): Array<Record<string, unknown>> {
@@ -67,7 +72,7 @@ describe('leasehold gateway (process)', () => {
       status: 502,
       code: 'upstream_unavailable',
     });
-    expect(down.body.error.message).toContain('refused the connection');
+    expect(down.body.error?.message).toContain('refused the connection');
     expect(elapsed).toBeLessThan(budgetMs + 3_000);
 
     const port = new URL(receiver.url).port;

@@ -49,7 +49,7 @@ describe('classifyAttempt', () => {
     ['401 invalid_signature', response(401, { error: { code: 'invalid_signature' } }), 'rejected'],
     ['400 invalid_request', response(400, { error: { code: 'invalid_request' } }), 'rejected'],
     ['404 from something else', response(404, 'Not Found'), 'rejected'],
-    ['500', response(500, { error: { code: 'internal_error' } }), 'retry'],
+    ['500', response(500, { error: { code: 'internal' } }), 'retry'],
     ['502 from a proxy, no body', response(502, undefined), 'retry'],
     ['503 busy', response(503, { error: { code: 'busy' } }), 'retry'],
     ['timeout', { kind: 'timeout', timeoutMs: 2_000 }, 'retry'],

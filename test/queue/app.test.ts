@@ -81,6 +81,14 @@ describe('queue HTTP API', () => {
     expect((await http().get('/stats')).body.pending).toBe(0);
   });
 
+  test('a charset or Content-Encoding it cannot read is 415 unsupported_media_type', async () => {
+    const { http } = await setup();
+    const body = JSON.stringify({ qty: 1 });
+    expectError(await http().post('/jobs').set('content-type', 'application/json; charset=latin1').send(body), 415, 'unsupported_media_type');
+    expectError(await http().post('/jobs').set('content-type', 'application/json').set('content-encoding', 'compress').send(body), 415, 'unsupported_media_type');
+    expect((await http().get('/stats')).body.pending).toBe(0);
+  });
+
   test('POST /claims: 200 with a lease, 204 when nothing is claimable, 400 on bad input', async () => {
     const { http, clock } = await setup();
     expect((await http().post('/claims').send({ owner: 'w1' })).status).toBe(204);

@@ -73,6 +73,20 @@ test('refusals come back as the same QueueError with their details', async () =>
   expect(await client.get('nope').catch((e: QueueError) => e.code)).toBe('unknown_job');
 });
 
+test('ids are sent as one path segment, and a base URL with a path keeps it', async () => {
+  const { service, client } = await setup();
+  const id = 'a/b c?d#e';
+  await client.enqueue({ id, qty: 1 });
+  expect((await client.get(id)).id).toBe(id);
+  expect((await client.list({ status: 'pending', limit: 5 })).map((job) => job.id)).toEqual([id]);
+  const prefixed = new QueueClient(`${service.url}/prefix/`);
+  clients.push(prefixed);
+  // The queue has no /prefix routes, so its 404 shows where the request went.
+  const err = await prefixed.stats().catch((e: unknown) => e);
+  expect(err).toMatchObject({ code: 'not_found', status: 404 });
+  expect((err as QueueError).message).toContain('GET /prefix/stats');
+});
+
 test('an unreachable queue is queue_unavailable; a body that is not JSON is the caller\'s TypeError', async () => {
   const { service, client } = await setup();
   const bad = client.finish('a', { owner: 'w1', token: 1, result: 10n });

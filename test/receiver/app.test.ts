@@ -109,6 +109,13 @@ describe('receiver HTTP: reads', () => {
     });
   });
 
+  test('an admin body in a charset it cannot read is 415 unsupported_media_type', async () => {
+    const { http } = await setup({ testMode: true });
+    const res = await http().post('/admin/faults').set('content-type', 'application/json; charset=latin1').send('{"kind":"drop"}');
+    expectError(res, 415, 'unsupported_media_type');
+    expect((await http().get('/admin/faults')).body).toEqual({ faults: [] });
+  });
+
   test('unknown routes and methods are 404 not_found; admin routes exist only in test mode', async () => {
     const { http } = await setup();
     expectError(await http().get('/nope'), 404, 'not_found');
@@ -142,6 +149,7 @@ describe('receiver HTTP: bad input changes nothing', () => {
     ['broken JSON', { 'Fencing-Token': '1' }, '{"jobId":"a",', 400, 'invalid_request'],
     ['JSON array', { 'Fencing-Token': '1' }, '[1,2]', 400, 'invalid_request'],
     ['empty body', { 'Fencing-Token': '1' }, '', 400, 'invalid_request'],
+    ['unreadable Content-Encoding', { 'Fencing-Token': '1', 'Content-Encoding': 'compress' }, json({ jobId: 'a', qty: 1 }), 415, 'unsupported_media_type'],
     ['body over 1 MiB', { 'Fencing-Token': '1' }, json({ jobId: 'a', qty: 1, pad: 'x'.repeat(1024 * 1024) }), 413, 'payload_too_large'],
   ];
 

@@ -159,9 +159,9 @@ describe('fencedEffects in a downstream app', () => {
       before: (effect) => (effect.jobId === 'o-first' ? gate : Promise.resolve()),
       wrapStore: (inner) => ({
         ...inner,
-        transaction: (work) => {
+        record: (request, clock, apply) => {
           submitted += 1;
-          return inner.transaction(work);
+          return inner.record(request, clock, apply);
         },
       }),
     });
@@ -204,7 +204,7 @@ describe('fencedEffects in a downstream app', () => {
     app.use(express.json());
     app.post('/ship', fencedEffects({ store }));
     const res = await request(app).post('/ship').set('Fencing-Token', '1').send({ jobId: 'a', qty: 1 });
-    expectError(res, 500, 'internal_error');
+    expectError(res, 500, 'internal');
     expect(await store.totals()).toEqual({ effects: 0, qty: 0 });
   });
 });

@@ -76,6 +76,7 @@ export function expectError(res: ErrorBody, status: number, code: string): void 
 export interface HttpResult {
   status: number;
   headers: IncomingHttpHeaders;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a JSON answer; each test asserts the fields it reads
   body: any;
 }
 

@@ -61,7 +61,7 @@ describe('receiver store: SQLite that stays locked', () => {
     expect(error.status).toBe(503);
     expect(error.message).toBe(SQLITE_BUSY_MESSAGE);
     expect(isBusyError(error.cause), `expected SQLITE_BUSY as the cause, got ${String(error.cause)}`).toBe(true);
-    expect(error.toBody(), 'the body carries code and message only').toEqual({
+    expect(error.toJSON(), 'the body carries code and message only').toEqual({
       error: { code: 'busy', message: SQLITE_BUSY_MESSAGE },
     });
     await rejection(store.reset(), 'busy');

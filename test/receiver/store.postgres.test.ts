@@ -1,18 +1,17 @@
 // The receiver store conformance suite on PostgreSQL, each test in a schema of its own; plus a
 // heavier race than the suite's, since on PostgreSQL the writers really run at the same time.
 import { afterEach, describe, expect, test } from 'vitest';
-import type { Knex } from 'knex';
-import { openPostgresEffectStore, recordEffect, type EffectStore } from '../../receiver/index.js';
+import { openPostgresEffectStore, recordEffect, type KnexEffectStore } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';
 import { effectStoreSuite, replayJournal } from './store.suite.js';
 
-const open: Array<EffectStore<Knex.Transaction>> = [];
+const open: KnexEffectStore[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((s) => s.close()));
 });
 
-async function openStore(url: string): Promise<EffectStore<Knex.Transaction>> {
+async function openStore(url: string): Promise<KnexEffectStore> {
   const store = await openPostgresEffectStore({ connectionString: url });
   open.push(store);
   return store;
@@ -20,7 +19,12 @@ async function openStore(url: string): Promise<EffectStore<Knex.Transaction>> {
 
 effectStoreSuite('postgres', async () => {
   const { url } = testSchema('lh_rcv');
-  return { store: await openStore(url), openAnother: () => openStore(url) };
+  const store = await openStore(url);
+  return {
+    store,
+    openAnother: () => openStore(url),
+    onStatement: (listener) => store.knex.on('query', (query: { sql: string }) => listener(query.sql)),
+  };
 });
 
 describe('receiver store: postgres only', () => {
@@ -46,5 +50,29 @@ describe('receiver store: postgres only', () => {
     expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
     // Every job saw token 7 (the highest sent) go through as applied or duplicate, so 6 is fenced now.
     expect((await recordEffect(stores[1]!, { jobId: 'job-0', qty: 3, token: 6 }, clock)).judgement.outcome).toBe('fenced');
+  });
+
+  // A refused request takes no write, so only the row lock its refused write keeps can place its
+  // journal entry after the writes it saw and before those that come after: a conflict judged
+  // at token 5 must not be journaled after a duplicate that raised the job to token 7.
+  test('four pools racing with different quantities: every journal entry replays through the rules', async () => {
+    const { url } = testSchema('lh_rcv');
+    const stores = await Promise.all([1, 2, 3, 4].map(() => openStore(url)));
+    const clock = fakeClock();
+    const jobs = Array.from({ length: 10 }, (_, i) => `job-${i}`);
+    const attempts = jobs.flatMap((jobId) =>
+      Array.from({ length: 24 }, (_, i) => ({ jobId, qty: i % 3 === 2 ? 4 : 3, token: 1 + ((i * 5) % 7) })),
+    );
+    const outcomes = await Promise.all(
+      attempts.map((attempt, i) =>
+        recordEffect(stores[i % stores.length]!, attempt, clock).then((r) => ({ ...attempt, outcome: r.judgement.outcome })),
+      ),
+    );
+    const appliedPerJob = jobs.map((jobId) => outcomes.filter((o) => o.jobId === jobId && o.outcome === 'applied').length);
+    expect(appliedPerJob).toEqual(jobs.map(() => 1));
+    expect(outcomes.some((o) => o.outcome === 'conflict'), 'some requests met a different qty').toBe(true);
+    const journal = await stores[2]!.journal();
+    expect(journal.length).toBe(attempts.length);
+    expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
   });
 });

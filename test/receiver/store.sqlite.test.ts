@@ -6,12 +6,22 @@ import { tempDir } from '../helpers/tmp.js';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { recordEffect } from '../../receiver/store.js';
-import { closeAfterTest, sqliteStore } from './setup.js';
+import { closeAfterTest } from './setup.js';
 import { effectStoreSuite } from './store.suite.js';
 
 effectStoreSuite('sqlite', async () => {
-  const { store, openAnother } = await sqliteStore();
-  return { store, openAnother };
+  const filename = join(tempDir('leasehold-receiver-'), 'receiver.sqlite');
+  const open = async () => {
+    const store = await openSqliteEffectStore({ filename, busyTimeoutMs: 200 });
+    closeAfterTest(() => store.close());
+    return store;
+  };
+  const store = await open();
+  return {
+    store,
+    openAnother: open,
+    onStatement: (listener) => store.knex.on('query', (query: { sql: string }) => listener(query.sql)),
+  };
 });
 
 describe('receiver sqlite schema', () => {
@@ -28,7 +38,10 @@ describe('receiver sqlite schema', () => {
     expect(tables.filter((t) => t !== 'sqlite_sequence').sort()).toEqual(
       ['receiver_effects', 'receiver_journal', RECEIVER_MIGRATIONS_TABLE, `${RECEIVER_MIGRATIONS_TABLE}_lock`].sort(),
     );
-    expect(await knex(RECEIVER_MIGRATIONS_TABLE).pluck('name')).toEqual(['001_create_effects_and_journal']);
+    expect(await knex(RECEIVER_MIGRATIONS_TABLE).pluck('name')).toEqual([
+      '001_create_effects_and_journal',
+      '002_add_previous_highest_token',
+    ]);
   });
 });
 

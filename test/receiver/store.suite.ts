@@ -1,13 +1,22 @@
 // The receiver store conformance suite: recording, reads, reset and racing writers, against
 // any EffectStore. Each dialect's test file calls `effectStoreSuite`; there is no second copy.
 import { describe, expect, test } from 'vitest';
-import { judge, recordEffect, type EffectStore, type JobState, type JournalEntry } from '../../receiver/index.js';
+import {
+  judge,
+  recordEffect,
+  type ApplyEffect,
+  type EffectStore,
+  type JobState,
+  type JournalEntry,
+} from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
 
 export interface EffectStoreHarness<Tx> {
   store: EffectStore<Tx>;
   /** Another handle on the same database, as a second process would open it. */
   openAnother(): Promise<EffectStore<Tx>>;
+  /** Calls `listener` for every statement `store` sends to the database, BEGIN and COMMIT included. */
+  onStatement(listener: (sql: string) => void): void;
 }
 
 /** Replays a journal through the pure rules: every recorded outcome must be what judge says. */
@@ -60,6 +69,19 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       expect(new Set(seqs).size).toBe(seqs.length);
     });
 
+    test('each recorded judgement is the one judge gives on the state before it, `changed` included', async () => {
+      const { store, clock } = await setup();
+      let state: JobState | undefined;
+      const requests: Array<[qty: number, token: number]> = [[5, 3], [5, 3], [5, 8], [5, 8], [5, 4], [6, 9], [5, 9]];
+      for (const [qty, token] of requests) {
+        clock.advance(1);
+        const request = { jobId: 'a', qty, token };
+        const expected = judge(state, request, clock.now());
+        expect((await recordEffect(store, request, clock)).judgement, JSON.stringify(request)).toEqual(expected);
+        state = expected.state;
+      }
+    });
+
     test('a duplicate with a higher token raises the highest token, so the old token is then fenced', async () => {
       const { record } = await setup();
       await record('a', 5, 3);
@@ -102,6 +124,35 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, clock, apply)).judgement.outcome).toBe('applied');
       expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 2 }, clock, apply)).judgement.outcome).toBe('duplicate');
       expect(applied).toEqual(['a']);
+    });
+
+    // The recording is one conditional write plus the journal entry; only a refused write adds
+    // a read, to explain it. A lone request runs in a transaction of its own.
+    test('statements per request: four when applied or duplicate, five when fenced or conflict', async () => {
+      const { store, clock, onStatement } = await setup();
+      const sent: string[] = [];
+      onStatement((sql) => sent.push(sql));
+      const cost = async (jobId: string, qty: number, token: number, apply?: ApplyEffect<Tx>) => {
+        sent.length = 0;
+        const { outcome } = (await recordEffect(store, { jobId, qty, token }, clock, apply)).judgement;
+        return { outcome, statements: sent.length, sent: [...sent] };
+      };
+      const costs = [
+        await cost('a', 5, 3),
+        await cost('a', 5, 3),
+        await cost('a', 5, 4),
+        await cost('a', 5, 2),
+        await cost('a', 6, 4),
+        await cost('b', 1, 1, async () => undefined),
+      ];
+      expect(costs.map(({ outcome, statements }) => ({ outcome, statements })), JSON.stringify(costs, null, 1)).toEqual([
+        { outcome: 'applied', statements: 4 },
+        { outcome: 'duplicate', statements: 4 },
+        { outcome: 'duplicate', statements: 4 },
+        { outcome: 'fenced', statements: 5 },
+        { outcome: 'conflict', statements: 5 },
+        { outcome: 'applied', statements: 4 },
+      ]);
     });
 
     test('reset forgets effects and the journal', async () => {
