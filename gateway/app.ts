@@ -1,7 +1,7 @@
 // The gateway's HTTP adapter: parse `POST /send` with its schema, run the send, render JSON.
 // Routes throw GatewayError; one error handler renders every failure the same way.
-import express, { type Express, type Response } from 'express';
-import { edgeFailureOf, errorRenderer, jsonBody, parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
+import express, { type Express } from 'express';
+import { callerGone, edgeFailureOf, errorRenderer, jsonBody, parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
 import { QueueClient } from '../queue/client.js';
 import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
@@ -69,16 +69,6 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
       forwarder.close();
     },
   });
-}
-
-/** An AbortSignal that fires when the caller hangs up before the answer, so retries stop. */
-function callerGone(res: Response): { signal: AbortSignal; done(): void } {
-  const controller = new AbortController();
-  const onClose = () => {
-    if (!res.writableFinished) controller.abort(new Error('the caller closed the connection'));
-  };
-  res.on('close', onClose);
-  return { signal: controller.signal, done: () => res.off('close', onClose) };
 }
 
 function elapsed(started: number): number {

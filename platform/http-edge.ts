@@ -128,3 +128,16 @@ export function requestLog(logger: Logger): RequestHandler {
     next();
   };
 }
+
+/**
+ * An AbortSignal that fires when the caller hangs up before the answer, so work done only for
+ * that caller (a gateway's retries, a long-polling claim) stops; `done()` detaches it.
+ */
+export function callerGone(res: Response): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) controller.abort(new Error('the caller closed the connection'));
+  };
+  res.on('close', onClose);
+  return { signal: controller.signal, done: () => res.off('close', onClose) };
+}

@@ -3,7 +3,15 @@
 import express, { type Request } from 'express';
 import { pino, type Logger } from 'pino';
 import type { z } from 'zod';
-import { edgeFailureOf, errorRenderer, jsonBody, parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
+import {
+  callerGone,
+  edgeFailureOf,
+  errorRenderer,
+  jsonBody,
+  parseWith,
+  requestLog,
+  unknownRoute,
+} from '../platform/http-edge.js';
 import { QueueError, unknownJobError } from './errors.js';
 import {
   claimBody,
@@ -14,16 +22,24 @@ import {
   jobIdParam,
   listQuery,
   toNewJob,
+  verificationsBody,
   verifyBody,
 } from './schemas.js';
+import { ClaimWaiters } from './long-poll.js';
 import type { QueueStore } from './store.js';
 
 export interface QueueAppOptions {
   store: QueueStore;
   logger?: Logger;
+  /** How often long-polling claims look again for jobs that become claimable by time alone. */
+  repollMs?: number;
 }
 
-export function createQueueApp({ store, logger = pino({ level: 'silent' }) }: QueueAppOptions): express.Express {
+/** An express app with long-polling claims waiting on it: `close()` answers them (204) at once. */
+export type QueueApp = express.Express & { close(): void };
+
+export function createQueueApp({ store, logger = pino({ level: 'silent' }), repollMs }: QueueAppOptions): QueueApp {
+  const waiters = new ClaimWaiters(store, repollMs === undefined ? {} : { repollMs });
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -37,42 +53,58 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }) }: Qu
   app.post('/jobs', async (req, res) => {
     const body = parse(enqueueBody, req.body);
     const { job, created } = await store.enqueue(toNewJob(body, req.body));
-    logger.info({ job: job.id, qty: job.qty, created }, created ? 'enqueued' : 'enqueue repeated');
+    logger.info({ jobId: job.id, qty: job.qty, created }, created ? 'enqueued' : 'enqueue repeated');
     res.status(created ? 201 : 200).json({ job });
   });
 
   app.post('/claims', async (req, res) => {
     const body = parse(claimBody, req.body);
-    const lease = await store.claim(body.owner, body.leaseMs);
-    if (!lease) {
-      res.status(204).end();
-      return;
+    // A long poll stops waiting when its caller hangs up, so no lease is made for nobody.
+    const caller = callerGone(res);
+    let leases;
+    try {
+      leases = await waiters.claim(body.owner, body.leaseMs, body.max ?? 1, body.waitMs, caller.signal);
+    } finally {
+      caller.done();
     }
-    logger.info({ job: lease.id, owner: lease.owner, token: lease.token, leaseUntil: lease.leaseUntil }, 'claimed');
-    res.json({ lease });
+    for (const lease of leases) {
+      logger.info({ jobId: lease.id, owner: lease.owner, token: lease.token, leaseUntil: lease.leaseUntil }, 'claimed');
+    }
+    if (leases.length === 0) res.status(204).end();
+    else if (body.max === undefined) res.json({ lease: leases[0] });
+    else res.json({ leases });
   });
 
   app.post('/jobs/:id/heartbeat', async (req, res) => {
     const id = jobId(req);
     const body = parse(heartbeatBody, req.body);
     const lease = await store.heartbeat(id, body, body.leaseMs);
-    logger.debug({ job: id, owner: body.owner, token: body.token, leaseUntil: lease.leaseUntil }, 'renewed');
+    logger.debug({ jobId: id, owner: body.owner, token: body.token, leaseUntil: lease.leaseUntil }, 'renewed');
     res.json({ lease });
   });
 
   app.post('/jobs/:id/finish', async (req, res) => {
     const id = jobId(req);
     const body = parse(finishBody, req.body);
-    const job = await store.finish(id, body, body.result ?? null);
-    logger.info({ job: id, owner: body.owner, token: body.token }, 'finished');
-    res.json({ job });
+    const presented = { owner: body.owner, token: body.token };
+    if (!body.next) {
+      const job = await store.finish(id, presented, body.result ?? null);
+      logger.info({ jobId: id, owner: body.owner, token: body.token }, 'finished');
+      res.json({ job });
+      return;
+    }
+    const leaseMs = body.next === true ? undefined : body.next.leaseMs;
+    const { job, next } = await store.finishAndClaim(id, presented, body.result ?? null, leaseMs);
+    logger.info({ jobId: id, owner: body.owner, token: body.token }, 'finished');
+    if (next) logger.info({ jobId: next.id, owner: next.owner, token: next.token, leaseUntil: next.leaseUntil }, 'claimed');
+    res.json({ job, next });
   });
 
   app.post('/jobs/:id/fail', async (req, res) => {
     const id = jobId(req);
     const body = parse(failBody, req.body);
     const job = await store.fail(id, body, body.error, body.retryInMs);
-    logger.info({ job: id, owner: body.owner, token: body.token, status: job.status }, 'failed');
+    logger.info({ jobId: id, owner: body.owner, token: body.token, status: job.status }, 'failed');
     res.json({ job });
   });
 
@@ -80,6 +112,13 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }) }: Qu
     const id = jobId(req);
     const body = parse(verifyBody, req.body);
     res.json({ lease: await store.verify(id, body) });
+  });
+
+  // Several lease checks in one request, read at one instant: the gateway's coalesced verify.
+  app.post('/verifications', async (req, res) => {
+    const body = parse(verificationsBody, req.body);
+    const answers = await store.verifyMany(body.leases);
+    res.json({ results: answers.map((answer) => (answer instanceof QueueError ? answer.toJSON() : { lease: answer })) });
   });
 
   app.get('/jobs/:id', async (req, res) => {
@@ -100,7 +139,7 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }) }: Qu
 
   app.use(unknownRoute(QueueError.fromEdge, 'queue', 'docs/queue.md lists its API'));
   app.use(errorRenderer(toQueueError, logger));
-  return app;
+  return Object.assign(app, { close: () => waiters.close() });
 }
 
 function jobId(req: Request): string {

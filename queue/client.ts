@@ -70,6 +70,23 @@ export class QueueClient {
     return res.status === 204 ? null : (res.body as { lease: Lease }).lease;
   }
 
+  /**
+   * Up to `max` leases for `owner` in one request (empty when nothing was claimable). With
+   * `waitMs`, the queue holds the request until a job is claimable or `waitMs` passes (long
+   * poll); the call's timeout is then counted from the end of that wait. Aborting drops the
+   * request, and the queue stops waiting; a claim already made when it aborts ends as claim's do.
+   */
+  async claimMany(
+    owner: string,
+    input: { max: number; leaseMs?: number; waitMs?: number },
+    options: CallOptions = {},
+  ): Promise<Lease[]> {
+    const waitMs = input.waitMs ?? 0;
+    const timeoutMs = (options.timeoutMs ?? this.timeoutMs) + waitMs;
+    const res = await this.call('POST', ['claims'], { owner, ...input }, { ...options, timeoutMs });
+    return res.status === 204 ? [] : (res.body as { leases: Lease[] }).leases;
+  }
+
   /** An aborted heartbeat may or may not have moved `leaseUntil`; owner and token are the same either way. */
   async heartbeat(id: string, input: { owner: string; token: number; leaseMs?: number }, options?: CallOptions): Promise<Lease> {
     return ((await this.call('POST', ['jobs', id, 'heartbeat'], input, options)).body as { lease: Lease }).lease;
@@ -85,6 +102,21 @@ export class QueueClient {
     return ((await this.call('POST', ['jobs', id, 'finish'], input, options)).body as { job: Job }).job;
   }
 
+  /**
+   * Finishes, then claims the next job for the same owner in the same transaction: one round
+   * trip where finish and claim take two. `next` is null when nothing was claimable. The next
+   * lease lasts `leaseMs`, or as long as the finished one. A refused finish claims nothing.
+   */
+  async finishAndClaim(
+    id: string,
+    input: { owner: string; token: number; result?: unknown },
+    next: { leaseMs?: number } = {},
+    options?: CallOptions,
+  ): Promise<{ job: Job; next: Lease | null }> {
+    const res = await this.call('POST', ['jobs', id, 'finish'], { ...input, next }, options);
+    return res.body as { job: Job; next: Lease | null };
+  }
+
   /** Like finish: an aborted fail may have been applied, and a repeat of one that was is refused as `stale_lease`. */
   async fail(
     id: string,
@@ -96,6 +128,20 @@ export class QueueClient {
 
   async verify(id: string, input: { owner: string; token: number }, options?: CallOptions): Promise<Lease> {
     return ((await this.call('POST', ['jobs', id, 'verify'], input, options)).body as { lease: Lease }).lease;
+  }
+
+  /**
+   * Several lease checks in one request, read at one instant: each answer is the lease or the
+   * QueueError that `verify` would have thrown for it, in the order asked (at most 100).
+   */
+  async verifyMany(
+    leases: ReadonlyArray<{ id: string; owner: string; token: number }>,
+    options?: CallOptions,
+  ): Promise<Array<Lease | QueueError>> {
+    const res = await this.call('POST', ['verifications'], { leases }, options);
+    return (res.body as { results: Array<{ lease: Lease } | { error: unknown }> }).results.map((result) =>
+      'lease' in result ? result.lease : errorFromBody(result, res.status),
+    );
   }
 
   async get(id: string, options?: CallOptions): Promise<Job> {
@@ -169,13 +215,18 @@ export class QueueClient {
 
 /** Rebuilds the service's QueueError from an error response. */
 export function errorFromResponse(res: JsonResponse): QueueError {
-  const error = errorInBody(res.body);
+  return errorFromBody(res.body, res.status);
+}
+
+/** The QueueError an `{error: {...}}` body carries, from a whole answer or one entry of a batch. */
+function errorFromBody(body: unknown, status: number): QueueError {
+  const error = errorInBody(body);
   if (error && isQueueErrorCode(error.code)) {
-    return new QueueError(error.code, error.message ?? `The queue answered ${res.status} ${error.code}.`, error.details);
+    return new QueueError(error.code, error.message ?? `The queue answered ${status} ${error.code}.`, error.details);
   }
   return new QueueError(
-    res.status >= 500 ? 'internal' : 'invalid_request',
-    `The queue answered ${res.status} without a recognisable error body.`,
-    { status: res.status },
+    status >= 500 ? 'internal' : 'invalid_request',
+    `The queue answered ${status} without a recognisable error body.`,
+    { status },
   );
 }

@@ -27,6 +27,7 @@ export { QueueError, QUEUE_ERROR_STATUS, type QueueErrorCode } from './errors.js
 export type { QueueStore, ListQuery } from './store.js';
 export { openSqliteQueueStore, type SqliteQueueOptions } from './sqlite-store.js';
 export { openPostgresQueueStore, type PostgresQueueOptions } from './postgres-store.js';
-export { createQueueApp, type QueueAppOptions } from './app.js';
+export { createQueueApp, type QueueApp, type QueueAppOptions } from './app.js';
+export { ClaimWaiters, type LongPollOptions } from './long-poll.js';
 export { startQueue, openQueueStore, type QueueService, type QueueServiceOptions } from './service.js';
 export { QueueClient, type CallOptions, type EnqueueInput, type QueueClientOptions } from './client.js';

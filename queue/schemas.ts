@@ -81,6 +81,17 @@ export const failBody = z.strictObject({
 
 export const verifyBody = z.strictObject({ owner: name('owner'), token });
 
+export const MAX_VERIFICATIONS = 100;
+
+export const verificationsBody = z.strictObject({
+  leases: z
+    .array(z.strictObject({ id: name('id'), owner: name('owner'), token }), {
+      error: 'leases must be an array of {id, owner, token}',
+    })
+    .min(1, 'leases must not be empty')
+    .max(MAX_VERIFICATIONS, `leases must hold at most ${MAX_VERIFICATIONS} entries`),
+});
+
 export const jobIdParam = name('job id');
 
 export const listQuery = z.strictObject({

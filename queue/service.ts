@@ -10,6 +10,7 @@ import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
 import type { QueueStore } from './store.js';
 import type { Clock, LateFinishPolicy } from './types.js';
+import type { SqliteJournal } from '../platform/sqlite.js';
 
 export interface QueueServiceOptions {
   /**
@@ -24,6 +25,10 @@ export interface QueueServiceOptions {
   /** The queue's clock (default: the system's). On PostgreSQL it replaces the server's clock: tests only. */
   clock?: Clock;
   logger?: Logger;
+  /** SQLite only: the journal (default `delete`, the rollback journal; `wal` is as durable). */
+  journal?: SqliteJournal;
+  /** SQLite only: the group commit's window in ms (default 2; 0 turns it off). */
+  commitWindowMs?: number;
 }
 
 export interface QueueService {
@@ -33,7 +38,9 @@ export interface QueueService {
 }
 
 /** Opens and migrates the store `db` names: PostgreSQL for a postgres:// URL, SQLite otherwise. */
-export async function openQueueStore(options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock'>): Promise<QueueStore> {
+export async function openQueueStore(
+  options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock' | 'journal' | 'commitWindowMs'>,
+): Promise<QueueStore> {
   if (isPostgresUrl(options.db)) {
     return openPostgresQueueStore({
       connectionString: options.db,
@@ -49,6 +56,8 @@ export async function openQueueStore(options: Pick<QueueServiceOptions, 'db' | '
   return openSqliteQueueStore({
     filename: options.db,
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.journal ? { journal: options.journal } : {}),
+    ...(options.commitWindowMs !== undefined ? { commitWindowMs: options.commitWindowMs } : {}),
     latePolicy: options.latePolicy ?? 'reject',
   });
 }
@@ -61,6 +70,7 @@ export async function startQueue(options: QueueServiceOptions): Promise<QueueSer
   try {
     listening = await listen(app, options.host ?? '127.0.0.1', options.port ?? 0);
   } catch (err) {
+    app.close();
     await store.close();
     throw err;
   }
@@ -69,6 +79,8 @@ export async function startQueue(options: QueueServiceOptions): Promise<QueueSer
     url,
     store,
     close: async () => {
+      // Long-polling claims are answered first (204), so they do not hold the close up.
+      app.close();
       await listening.close();
       await store.close();
     },

@@ -211,3 +211,42 @@ test('one signal passed to many calls leaves no listener behind and no MaxListen
   await expect(client.healthy({ signal })).rejects.toThrow('done with this signal');
   expect(await client.healthy()).toBe(true);
 });
+
+test('claimMany, a long-polling claim, finishAndClaim and verifyMany over a real server', async () => {
+  const { client } = await setup();
+  for (const id of ['m1', 'm2', 'm3']) await client.enqueue({ id, qty: 1 });
+  const leases = await client.claimMany('w1', { max: 2, leaseMs: 60_000 });
+  expect(leases.map((l) => l.id)).toEqual(['m1', 'm2']);
+  const { job, next } = await client.finishAndClaim('m1', { owner: 'w1', token: leases[0]!.token, result: 'ok' });
+  expect(job).toMatchObject({ id: 'm1', status: 'done' });
+  expect(next).toMatchObject({ id: 'm3', owner: 'w1' });
+  const checks = await client.verifyMany([
+    { id: 'm2', owner: 'w1', token: leases[1]!.token },
+    { id: 'm1', owner: 'w1', token: leases[0]!.token },
+  ]);
+  expect(checks[0]).toEqual(leases[1]);
+  expect(checks[1]).toBeInstanceOf(QueueError);
+  expect((checks[1] as QueueError).details).toMatchObject({ reason: 'not_leased' });
+
+  // The wait counts on top of the client's timeout: a 1 s client still waits out a 1.5 s poll.
+  const short = new QueueClient(client.baseUrl.href, { timeoutMs: 1_000 });
+  clients.push(short);
+  const started = Date.now();
+  const waiting = short.claimMany('w2', { max: 1, waitMs: 1_500 });
+  await sleep(300);
+  await client.enqueue({ id: 'm4', qty: 1 });
+  expect((await waiting).map((l) => l.id)).toEqual(['m4']);
+  expect(await short.claimMany('w2', { max: 1, waitMs: 1_200 })).toEqual([]);
+  expect(Date.now() - started, 'ms spent in the two long polls').toBeGreaterThanOrEqual(1_200);
+});
+
+test('closing the service answers a waiting claim at once instead of holding the close up', async () => {
+  const { service, client } = await setup();
+  const waiting = client.claimMany('w1', { max: 1, waitMs: 25_000 });
+  await sleep(200);
+  const started = Date.now();
+  await service.close();
+  services.splice(services.indexOf(service), 1);
+  expect(await waiting).toEqual([]);
+  expect(Date.now() - started, 'ms to close with a claim waiting').toBeLessThan(10_000);
+});
