@@ -8,6 +8,7 @@ import { createForwarder } from './forwarder.js';
 import { resolveGatewayOptions, type GatewayOptions } from './options.js';
 import { sendBody } from './schemas.js';
 import { createSend, type SendRequest } from './send.js';
+import { CoalescingVerifier } from './verifier.js';
 
 /** An express app that owns keep-alive connection pools: `close()` releases them. */
 export type GatewayApp = Express & { close(): void };
@@ -17,7 +18,8 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   const { logger } = resolved;
   const queue = new QueueClient(resolved.queueUrl.href, { timeoutMs: resolved.queueTimeoutMs });
   const forwarder = createForwarder({ receiverUrl: resolved.receiverUrl, secret: resolved.secret, now: () => resolved.clock.now() });
-  const send = createSend({ queue, forwarder, options: resolved, logger });
+  // Sends that overlap share their lease checks: one queue request for all that wait.
+  const send = createSend({ queue: new CoalescingVerifier(queue), forwarder, options: resolved, logger });
 
   const app = express();
   app.disable('x-powered-by');
