@@ -1,20 +1,16 @@
 // `npm run bench`: how close the queue, the HTTP service and the whole system come to the
 // physical limit of their storage, measured side by side on this machine in the same run.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { checkOptions, parseWholeNumber, usageErrors } from '../platform/flags.js';
 import { analyse } from './analysis.js';
-import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags, type BenchOptions } from './options.js';
+import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags } from './options.js';
 import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
 import { killAll, profileChildrenInto } from './processes.js';
 import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
-
-function count(value: string): number {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a whole number.');
-  return Number(value);
-}
 
 const { full, quick } = PRESETS;
 const program = new Command('npm run bench --')
@@ -24,14 +20,14 @@ const program = new Command('npm run bench --')
   )
   .option('--quick', `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`)
   .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
-  .addOption(new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(count))
-  .addOption(new Option('--window-ms <ms>', `measured time per column and round (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(count))
+  .addOption(new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(parseWholeNumber))
+  .addOption(new Option('--window-ms <ms>', `measured time per column and round (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(parseWholeNumber))
   .addOption(
-    new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round').argParser(count).default(DEFAULT_SLICE_MS),
+    new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round').argParser(parseWholeNumber).default(DEFAULT_SLICE_MS),
   )
-  .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(count))
-  .addOption(new Option('--backlog <n>', 'pending jobs at the start of each slice, on top of what the slice can consume').argParser(count).default(DEFAULT_BACKLOG))
-  .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(count).default(DEFAULT_WORKERS))
+  .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(parseWholeNumber))
+  .addOption(new Option('--backlog <n>', 'pending jobs at the start of each slice, on top of what the slice can consume').argParser(parseWholeNumber).default(DEFAULT_BACKLOG))
+  .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(parseWholeNumber).default(DEFAULT_WORKERS))
   .option('--dir <path>', 'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)')
   .option('--keep', 'keep the databases afterwards')
   .option(
@@ -41,7 +37,7 @@ const program = new Command('npm run bench --')
   .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
   .option('--profile-only', 'only the breakdown of the library cycle, not the main table')
   .addOption(
-    new Option('--profile-rounds <n>', `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`).argParser(count),
+    new Option('--profile-rounds <n>', `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`).argParser(parseWholeNumber),
   )
   .option(
     '--cpu-prof-dir <dir>',
@@ -61,17 +57,10 @@ const program = new Command('npm run bench --')
     ].join('\n'),
   );
 
+usageErrors(program, 'npm run bench');
 program.parse(process.argv);
 const flags = program.opts<BenchFlags>();
-
-function optionsOrExit(): BenchOptions {
-  try {
-    return resolveOptions(flags);
-  } catch (err) {
-    return program.error(`error: ${(err as Error).message}`);
-  }
-}
-const options = optionsOrExit();
+const options = checkOptions(program, {}, () => resolveOptions(flags));
 if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);

@@ -1,8 +1,9 @@
 // Child processes for the benchmark: the services started through the real CLI, exactly as an
 // operator would, and the peak resident memory the kernel recorded for each (VmHWM).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { spawnCli, spawnNode, type NodeProcess, type SpawnOptions } from '../platform/spawn.js';
 
 export const CLI_PATH = fileURLToPath(new URL('../cli/leasehold.js', import.meta.url));
 
@@ -38,15 +39,15 @@ export interface ServiceLogs {
  * is silenced unless `logs` says where it goes.
  */
 export function startService(name: string, command: string, args: string[], logs?: ServiceLogs, timeoutMs = 20_000): Promise<ChildService> {
-  const argv = [CLI_PATH, command, '--port', '0', '--log-level', logs?.level ?? 'silent', ...args];
-  return startListening(name, `leasehold ${command}`, argv, timeoutMs, logs?.file);
+  const argv = ['--port', '0', '--log-level', logs?.level ?? 'silent', ...args];
+  return listening(name, spawnCli(CLI_PATH, command, argv, childOptions(`${name} (leasehold ${command})`, logs?.file)), timeoutMs);
 }
 
 const BARE_FRONT_PATH = fileURLToPath(new URL('./bare-front.js', import.meta.url));
 
 /** Starts a reference server of `bare-front.ts` (`queue` or `gateway`) the same way. */
 export function startBareFront(name: string, kind: 'queue' | 'gateway', args: string[], timeoutMs = 20_000): Promise<ChildService> {
-  return startListening(name, `bare ${kind} front`, [BARE_FRONT_PATH, kind, ...args], timeoutMs);
+  return listening(name, spawnNode([BARE_FRONT_PATH, kind, ...args], childOptions(`${name} (bare ${kind} front)`)), timeoutMs);
 }
 
 /** Node flags for the services and reference fronts: empty, or a CPU profile each. */
@@ -58,44 +59,19 @@ export function profileChildrenInto(dir: string): void {
   childNodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
-async function startListening(name: string, what: string, argv: string[], timeoutMs: number, stderrFile?: string): Promise<ChildService> {
-  const logFd = stderrFile === undefined ? undefined : openSync(stderrFile, 'a');
-  const child = track(spawn(process.execPath, [...childNodeFlags, ...argv], { stdio: ['ignore', 'pipe', logFd ?? 'pipe'] }));
-  if (logFd !== undefined) closeSync(logFd); // the child holds its own copy
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4_000);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      const said = stderrFile === undefined ? stderr : tailOf(stderrFile);
-      reject(new Error(`${name} (${what}) did not start: ${err.message}\n${said}`));
-    };
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code, signal) => fail(new Error(`exited with ${signal ?? code}`)));
-    child.once('error', fail);
-  });
-  child.stdout!.resume();
-  return { name, url, pid: child.pid!, stop: () => stopChild(child) };
+function childOptions(name: string, stderrFile?: string): SpawnOptions {
+  return { name, nodeArgs: childNodeFlags, ...(stderrFile === undefined ? {} : { stderr: { file: stderrFile } }) };
 }
 
-/** The end of a log file, or nothing when it is gone (an interrupted run removes its folder). */
-function tailOf(file: string): string {
+/** Tracks the child from its start, so killAll reaches it, and waits for its "listening on" line. */
+async function listening(name: string, child: NodeProcess, timeoutMs: number): Promise<ChildService> {
+  track(child.process);
   try {
-    return readFileSync(file, 'utf8').slice(-4_000);
-  } catch {
-    return '';
+    const url = await child.listening(timeoutMs);
+    return { name, url, pid: child.pid, stop: () => stopChild(child.process) };
+  } catch (err) {
+    child.signal('SIGKILL');
+    throw err;
   }
 }
 
@@ -106,20 +82,8 @@ const ECHO_SERVER = `require('node:http').createServer((req, res) => {
 }).listen(0, '127.0.0.1', function () { console.log('listening on http://127.0.0.1:' + this.address().port); });
 process.on('SIGTERM', () => process.exit(0));`;
 
-export async function startEchoServer(timeoutMs = 20_000): Promise<ChildService> {
-  const child = track(spawn(process.execPath, ['-e', ECHO_SERVER], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the bare node:http server did not start')), timeoutMs);
-    child.stdout!.once('data', (chunk: Buffer) => {
-      clearTimeout(timer);
-      const match = /listening on (http:\/\/\S+)/.exec(chunk.toString());
-      if (match) resolve(match[1]!);
-      else reject(new Error(`the bare node:http server said: ${chunk.toString()}`));
-    });
-  });
-  child.stdout!.resume();
-  child.stderr!.resume();
-  return { name: 'bare node:http', url, pid: child.pid!, stop: () => stopChild(child) };
+export function startEchoServer(timeoutMs = 20_000): Promise<ChildService> {
+  return listening('bare node:http', spawnNode(['-e', ECHO_SERVER], { name: 'the bare node:http server' }), timeoutMs);
 }
 
 /** SIGTERM (unless `signal` is false: it was asked to stop), then SIGKILL after `graceMs`. */

@@ -2,16 +2,16 @@
 // The `leasehold` command: one entry point that starts each service, a worker or the demo.
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { usageErrors } from '../platform/flags.js';
 import { queueCommand } from '../queue/main.js';
 import { gatewayCommand } from '../gateway/main.js';
 import { receiverCommand } from '../receiver/main.js';
 import { workerCommand } from '../worker/main.js';
 import { demoCommand, startCommand } from '../demo/main.js';
 
-const program = new Command('leasehold')
+const program = usageErrors(new Command('leasehold'), 'leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
   .version(packageVersion(), '-v, --version')
-  .showHelpAfterError()
   .enablePositionalOptions();
 
 // Each service registers its own subcommand below (see each folder's main.ts).

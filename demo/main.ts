@@ -1,8 +1,9 @@
 // `leasehold demo` and `leasehold start`: parse flags, run, print. The demo's work is in
 // scenario.ts; the services' in start.ts.
 import { fileURLToPath } from 'node:url';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { DEMO_DEFAULTS } from './options.js';
+import { Option, type Command } from 'commander';
+import { checkOptions, leaseholdCommand, logLevelOption, parsePort, parseWholeNumber } from '../platform/flags.js';
+import { DEMO_DEFAULTS, resolveDemoOptions } from './options.js';
 import { runDemo, type DemoResult } from './scenario.js';
 import { startServices } from './start.js';
 import { formatChecks, formatEntry } from './timeline.js';
@@ -20,15 +21,15 @@ interface DemoFlags {
 }
 
 export function demoCommand(): Command {
-  return new Command('demo')
+  return leaseholdCommand('demo')
     .description(
       'Run the whole system as separate processes — queue, gateway, receiver and workers — freeze one worker while it holds a lease and kill another mid-job, print the timeline, then check that every job took effect exactly once.',
     )
-    .addOption(new Option('--jobs <n>', 'how many jobs (at least 6)').argParser(integer).default(DEMO_DEFAULTS.jobs))
-    .addOption(new Option('--workers <n>', 'how many worker processes (at least 3: one frozen, one killed, one carrying on)').argParser(integer).default(DEMO_DEFAULTS.workers))
-    .addOption(new Option('--lease-ms <ms>', 'the lease each worker asks for (600 to 60000)').argParser(integer).default(DEMO_DEFAULTS.leaseMs))
-    .addOption(new Option('--work-ms <ms>', 'simulated work per job').argParser(integer).default(DEMO_DEFAULTS.workMs))
-    .addOption(new Option('--seed <n>', "seed of the jobs' quantities: the same seed gives the same jobs").argParser(integer).default(DEMO_DEFAULTS.seed))
+    .addOption(new Option('--jobs <n>', 'how many jobs (at least 6)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.jobs))
+    .addOption(new Option('--workers <n>', 'how many worker processes (at least 3: one frozen, one killed, one carrying on)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.workers))
+    .addOption(new Option('--lease-ms <ms>', 'the lease each worker asks for (600 to 60000)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.leaseMs))
+    .addOption(new Option('--work-ms <ms>', 'simulated work per job').argParser(parseWholeNumber).default(DEMO_DEFAULTS.workMs))
+    .addOption(new Option('--seed <n>', "seed of the jobs' quantities: the same seed gives the same jobs").argParser(parseWholeNumber).default(DEMO_DEFAULTS.seed))
     .option('--keep', 'keep the temp dir (SQLite files, service logs, timeline.txt, events.jsonl) even when the run passes', false)
     .addHelpText(
       'after',
@@ -41,6 +42,7 @@ export function demoCommand(): Command {
       ].join('\n'),
     )
     .action(async (flags: DemoFlags, command: Command) => {
+      const options = checkOptions(command, {}, () => resolveDemoOptions({ cliPath: CLI_PATH, ...flags }));
       const interrupt = new AbortController();
       const onSignal = () => {
         if (interrupt.signal.aborted) process.exit(130);
@@ -51,25 +53,18 @@ export function demoCommand(): Command {
       process.on('SIGTERM', onSignal);
       process.stdout.write(
         [
-          `leasehold demo: the queue, the gateway, the receiver and ${flags.workers} workers, each its own process.`,
+          `leasehold demo: the queue, the gateway, the receiver and ${options.workers} workers, each its own process.`,
           'w1 is frozen (SIGSTOP) twice while it holds a lease — right before it sends, then right before it finishes —',
           'and resumed once another worker has taken its job over; another worker is killed (SIGKILL) mid-job.',
           'Whatever the stale worker does after waking must be refused, and every job must take effect exactly once.',
           '',
         ].join('\n'),
       );
-      let result: DemoResult;
-      try {
-        result = await runDemo({
-          cliPath: CLI_PATH,
-          ...flags,
-          signal: interrupt.signal,
-          onEntry: (entry) => process.stdout.write(`${formatEntry(entry)}\n`),
-        });
-      } catch (err) {
-        if (err instanceof RangeError) command.error(`error: ${err.message}`);
-        throw err;
-      }
+      const result = await runDemo({
+        ...options,
+        signal: interrupt.signal,
+        onEntry: (entry) => process.stdout.write(`${formatEntry(entry)}\n`),
+      });
       process.stdout.write(`${verdictText(result).join('\n')}\n`);
       process.exit(result.ok ? 0 : interrupt.signal.aborted ? 130 : 1);
     });
@@ -101,18 +96,14 @@ interface StartFlags {
 }
 
 export function startCommand(): Command {
-  return new Command('start')
+  return leaseholdCommand('start')
     .description('Run the queue, the gateway and the receiver together in the foreground until Ctrl-C.')
-    .addOption(new Option('--queue-port <port>', "the queue's port").argParser(port).default(4100))
-    .addOption(new Option('--gateway-port <port>', "the gateway's port").argParser(port).default(4200))
-    .addOption(new Option('--receiver-port <port>', "the receiver's port").argParser(port).default(4300))
+    .addOption(new Option('--queue-port <port>', "the queue's port").argParser(parsePort).default(4100))
+    .addOption(new Option('--gateway-port <port>', "the gateway's port").argParser(parsePort).default(4200))
+    .addOption(new Option('--receiver-port <port>', "the receiver's port").argParser(parsePort).default(4300))
     .option('--host <host>', 'address the three bind to', '127.0.0.1')
     .option('--data <dir>', 'folder for queue.sqlite and receiver.sqlite (created if missing)', './data')
-    .addOption(
-      new Option('--log-level <level>', "the services' log level (JSON lines on stderr)")
-        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-        .default('info'),
-    )
+    .addOption(logLevelOption("the services' log level (JSON lines on stderr)"))
     .addHelpText('after', '\nLEASEHOLD_SECRET, when set, is passed on: the gateway signs what it forwards and the receiver checks it.')
     .action(async (flags: StartFlags) => {
       let running;
@@ -158,16 +149,4 @@ export function startCommand(): Command {
         stop(1);
       });
     });
-}
-
-function integer(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a non-negative integer.');
-  return n;
-}
-
-function port(value: string): number {
-  const n = integer(value);
-  if (n > 65_535) throw new InvalidArgumentError('expected a port from 0 to 65535.');
-  return n;
 }

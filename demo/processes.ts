@@ -1,14 +1,9 @@
 // Child processes for the demo and `leasehold start`: `node dist/cli/leasehold.js <command>`, each in
 // its own process group (so a terminal's Ctrl-C reaches only the parent, which stops them in
 // order), stderr to a log file, stdout read line by line.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { spawnNode, type ExitInfo, type NodeProcess } from '../platform/spawn.js';
 
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
+export { describeExit, type ExitInfo } from '../platform/spawn.js';
 
 export interface ChildSpec {
   /** Shown in the timeline and in errors: `queue`, `w1`... */
@@ -25,100 +20,56 @@ export interface ChildSpec {
 export class Child {
   readonly name: string;
   readonly exited: Promise<ExitInfo>;
-  private readonly child: ChildProcess;
+  private readonly process: NodeProcess;
   private readonly logFile: string | undefined;
-  private exit: ExitInfo | undefined;
-  private readonly lineListeners = new Set<(line: string) => void>();
 
   constructor(spec: ChildSpec) {
     this.name = spec.name;
     this.logFile = spec.stderr === 'inherit' ? undefined : spec.stderr.file;
-    const errFd = spec.stderr === 'inherit' ? 'inherit' : openSync(spec.stderr.file, 'a');
-    this.child = spawn(process.execPath, [spec.cliPath, ...spec.args], {
-      stdio: ['ignore', 'pipe', errFd],
+    this.process = spawnNode([spec.cliPath, ...spec.args], {
+      name: spec.name,
       env: spec.env ?? process.env,
+      stderr: spec.stderr,
       detached: true,
+      ...(spec.onLine ? { onLine: spec.onLine } : {}),
     });
-    if (typeof errFd === 'number') closeSync(errFd);
-    this.exited = new Promise((resolve) => {
-      this.child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        resolve(this.exit);
-      });
-      this.child.once('error', () => {
-        this.exit ??= { code: null, signal: null };
-        resolve(this.exit);
-      });
-    });
-    createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      spec.onLine?.(line);
-      for (const listener of this.lineListeners) listener(line);
-    });
+    this.exited = this.process.exited;
   }
 
   get pid(): number {
-    return this.child.pid ?? -1;
+    return this.process.pid;
   }
 
   get running(): boolean {
-    return this.exit === undefined;
+    return this.process.running;
   }
 
   /** Sends a signal if the process is still there. */
   signal(signal: NodeJS.Signals): void {
-    if (this.running) this.child.kill(signal);
+    this.process.signal(signal);
   }
 
   /** Resolves with the URL from the child's `... listening on http://...` line. */
   waitForUrl(timeoutMs: number): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const done = (fn: () => void) => {
-        clearTimeout(timer);
-        this.lineListeners.delete(onLine);
-        fn();
-      };
-      const onLine = (line: string) => {
-        const match = /listening on (http:\/\/\S+)/.exec(line);
-        if (match) done(() => resolve(match[1]!));
-      };
-      const timer = setTimeout(
-        () => done(() => reject(new Error(`${this.name} printed no URL within ${timeoutMs} ms.${this.logTail()}`))),
-        timeoutMs,
-      );
-      this.lineListeners.add(onLine);
-      void this.exited.then((exit) =>
-        done(() => reject(new Error(`${this.name} exited before it was ready (${describeExit(exit)}).${this.logTail()}`))),
-      );
-    });
+    return this.process.listening(timeoutMs);
   }
 
   /** SIGTERM (after SIGCONT, in case it is frozen), then SIGKILL if it has not exited in time. */
   async stop(timeoutMs: number): Promise<ExitInfo> {
-    if (!this.running) return this.exit!;
     this.signal('SIGCONT');
-    this.signal('SIGTERM');
-    const timer = setTimeout(() => this.signal('SIGKILL'), timeoutMs);
-    const exit = await this.exited;
-    clearTimeout(timer);
-    return exit;
+    return this.process.stop('SIGTERM', timeoutMs);
   }
 
   /** SIGKILL, which also ends a frozen (SIGSTOP) process. */
   async kill(): Promise<ExitInfo> {
-    this.signal('SIGKILL');
-    return this.exited;
+    return this.process.stop('SIGKILL');
   }
 
   /** The end of the child's log, for error messages. */
   logTail(lines = 15): string {
-    if (!this.logFile) return '';
-    try {
-      const text = readFileSync(this.logFile, 'utf8').trimEnd();
-      if (!text) return '';
-      return `\n--- last lines of ${this.logFile} ---\n${text.split('\n').slice(-lines).join('\n')}`;
-    } catch {
-      return '';
-    }
+    const text = this.logFile === undefined ? '' : this.process.stderr().trimEnd();
+    if (!text) return '';
+    return `\n--- last lines of ${this.logFile} ---\n${text.split('\n').slice(-lines).join('\n')}`;
   }
 }
 
@@ -156,8 +107,4 @@ export class ChildGroup {
     await this.stop(timeoutMs);
     process.off('exit', this.onExit);
   }
-}
-
-export function describeExit(exit: ExitInfo): string {
-  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
 }

@@ -1,12 +1,11 @@
 // `leasehold gateway`: parse flags, start the gateway, print its URL, stop cleanly on a signal.
 // The only gateway module that touches `process`.
-import { Command, InvalidArgumentError, Option } from 'commander';
-import pino from 'pino';
+import { Option, type Command } from 'commander';
+import { checkOptions, failStart, leaseholdCommand, logLevelOption, parsePositiveInt, portOption } from '../platform/flags.js';
 import { onShutdown } from '../platform/listen.js';
+import { createLogger } from '../platform/logger.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
 import { startGateway, type GatewayService } from './service.js';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 interface GatewayFlags {
   port: number;
@@ -21,52 +20,34 @@ interface GatewayFlags {
   logLevel: string;
 }
 
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError('expected an integer from 0 to 65535.');
-  return port;
-}
-
-function parsePositive(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer.');
-  return n;
-}
-
 export function gatewayCommand(): Command {
   const d = GATEWAY_DEFAULTS;
-  return new Command('gateway')
+  return leaseholdCommand('gateway')
     .description(
       'Run the fencing gateway: POST /send verifies the lease with the queue, then forwards the effect to the receiver stamped with the verified fencing token.',
     )
-    .addOption(new Option('--port <port>', 'TCP port to listen on; 0 picks a free port').argParser(parsePort).default(4200))
+    .addOption(portOption(4200))
     .option('--host <host>', 'address to bind to', '127.0.0.1')
     .option('--queue <url>', "the queue's base URL (leases are verified there)", 'http://127.0.0.1:4100')
     .option('--receiver <url>', "the receiver's base URL (effects are forwarded there)", 'http://127.0.0.1:4300')
+    .addOption(new Option('--secret <secret>', 'shared secret: sign every forwarded request with Leasehold-Signature'))
     .addOption(
-      new Option('--secret <secret>', 'shared secret: sign every forwarded request with Leasehold-Signature').env('LEASEHOLD_SECRET'),
+      new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver').argParser(parsePositiveInt).default(d.receiverTimeoutMs),
     )
     .addOption(
-      new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver').argParser(parsePositive).default(d.receiverTimeoutMs),
-    )
-    .addOption(
-      new Option('--queue-timeout-ms <ms>', 'how long one lease check waits for the queue').argParser(parsePositive).default(d.queueTimeoutMs),
+      new Option('--queue-timeout-ms <ms>', 'how long one lease check waits for the queue').argParser(parsePositiveInt).default(d.queueTimeoutMs),
     )
     .addOption(
       new Option('--retry-attempts <n>', 'attempts per send, the first included, after timeouts, resets and 5xx (1 = no retry)')
-        .argParser(parsePositive)
+        .argParser(parsePositiveInt)
         .default(d.retryAttempts),
     )
     .addOption(
       new Option('--retry-budget-ms <ms>', 'all attempts of one send start and end within this long (at least --receiver-timeout-ms)')
-        .argParser(parsePositive)
+        .argParser(parsePositiveInt)
         .default(d.retryBudgetMs),
     )
-    .addOption(
-      new Option('--log-level <level>', 'level of the JSON logs written to stderr')
-        .choices(LOG_LEVELS)
-        .default(process.env.LEASEHOLD_LOG_LEVEL ?? 'info'),
-    )
+    .addOption(logLevelOption())
     .addHelpText(
       'after',
       [
@@ -88,15 +69,12 @@ export function gatewayCommand(): Command {
         retryAttempts: flags.retryAttempts,
         retryBudgetMs: flags.retryBudgetMs,
       };
-      try {
-        resolveGatewayOptions(options);
-      } catch (err) {
-        command.error(`error: ${inFlagNames((err as Error).message)}`);
-      }
+      checkOptions(command, FLAG_NAMES, () => resolveGatewayOptions(options));
       await runGateway({ ...options, host: flags.host, port: flags.port }, flags.logLevel);
     });
 }
 
+/** The library's option names, as the flags that set them. */
 const FLAG_NAMES: Record<string, string> = {
   queueUrl: '--queue',
   receiverUrl: '--receiver',
@@ -106,21 +84,13 @@ const FLAG_NAMES: Record<string, string> = {
   retryBudgetMs: '--retry-budget-ms',
 };
 
-/** Option errors name the library's fields; on the command line, name the flags instead. */
-function inFlagNames(message: string): string {
-  return message.replace(/\b(queueUrl|receiverUrl|receiverTimeoutMs|queueTimeoutMs|retryAttempts|retryBudgetMs)\b/g, (name) => FLAG_NAMES[name] ?? name);
-}
-
 async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {
-  // Synchronous stderr writes: nothing logged is lost when the process exits right after.
-  const logger = pino({ name: 'gateway', level: logLevel }, pino.destination({ dest: 2, sync: true }));
+  const logger = createLogger({ service: 'gateway', level: logLevel });
   let service: GatewayService;
   try {
     service = await startGateway({ ...options, logger });
   } catch (err) {
-    logger.fatal({ err }, 'gateway could not start');
-    process.exitCode = 1;
-    return;
+    failStart('gateway', err, { port: options.port, logger });
   }
   logger.info(
     { url: service.url, queue: options.queueUrl, receiver: options.receiverUrl, signed: options.secret !== undefined },

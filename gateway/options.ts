@@ -1,6 +1,8 @@
 // The gateway's options: defaults in one object, one function that checks ranges and
 // relations, and a resolved type that everything inside the gateway takes.
 import pino, { type Logger } from 'pino';
+import { systemClock, type Clock } from '../platform/clock.js';
+import { httpUrl } from '../platform/url.js';
 import type { RetryPolicy } from './rules.js';
 
 export const GATEWAY_DEFAULTS = {
@@ -33,7 +35,7 @@ export interface GatewayOptions {
   /** Default: silent. */
   logger?: Logger;
   /** Default: Date.now. Used for the retry budget and signature timestamps. */
-  clock?: { now(): number };
+  clock?: Clock;
   /** Default: Math.random. Used for backoff jitter. */
   random?: () => number;
 }
@@ -45,7 +47,7 @@ export interface ResolvedGatewayOptions {
   queueTimeoutMs: number;
   retry: RetryPolicy;
   logger: Logger;
-  clock: { now(): number };
+  clock: Clock;
   random: () => number;
 }
 
@@ -78,7 +80,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
       backoffMaxMs,
     },
     logger: options.logger ?? pino({ level: 'silent' }),
-    clock: options.clock ?? { now: () => Date.now() },
+    clock: options.clock ?? systemClock,
     random: options.random ?? Math.random,
   };
 }
@@ -88,17 +90,4 @@ function positiveInt(name: string, value: number): number {
     throw new RangeError(`${name} must be a positive integer, not ${String(value)}.`);
   }
   return value;
-}
-
-function httpUrl(name: string, value: string | undefined): URL {
-  let url: URL;
-  try {
-    url = new URL(value ?? '');
-  } catch {
-    throw new RangeError(`${name} must be an absolute URL such as http://127.0.0.1:4100, not ${JSON.stringify(value)}.`);
-  }
-  if (url.protocol !== 'http:') {
-    throw new RangeError(`${name} must be an http:// URL (the services speak plain HTTP on a private network), not ${url.protocol}//.`);
-  }
-  return url;
 }

@@ -220,6 +220,9 @@ export function openSqlite(options: SqliteOptions): Knex {
     client: ImmediateSqliteClient as unknown as typeof Knex.Client,
     connection: { filename: options.filename },
     useNullAsDefault: true,
+    // As in openPostgres: knex would print pool errors on stdout, the services' "listening on"
+    // line's channel; each also rejects the query that needed the connection.
+    log: { warn: () => {}, error: () => {}, debug: () => {}, deprecate: () => {} },
     pool: {
       min: 1,
       max: 1,

@@ -1,54 +1,56 @@
 // `leasehold queue`: parse flags, start the service, print its URL, stop cleanly on a signal.
-import { Command, Option } from 'commander';
-import pino from 'pino';
+import { Option, type Command } from 'commander';
 import { redactDb } from '../platform/postgres.js';
+import { dbOption, failStart, leaseholdCommand, logLevelOption, oneOf, portOption } from '../platform/flags.js';
 import { onShutdown } from '../platform/listen.js';
-import { startQueue } from './service.js';
+import { createLogger } from '../platform/logger.js';
+import { startQueue, type QueueService } from './service.js';
 import type { LateFinishPolicy } from './types.js';
 
-export function parsePort(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`--port must be an integer from 0 to 65535, got "${value}"`);
-  }
-  return port;
+const LATE_FINISH: readonly LateFinishPolicy[] = ['reject', 'if-unclaimed'];
+
+interface QueueFlags {
+  port: number;
+  host: string;
+  db: string;
+  lateFinish: LateFinishPolicy;
+  logLevel: string;
 }
 
 export function queueCommand(): Command {
-  return new Command('queue')
+  return leaseholdCommand('queue')
     .description('Run the job queue service: fenced leases over SQLite or PostgreSQL.')
-    .option('--port <port>', 'TCP port; 0 picks a free one and prints it', parsePort, 4100)
+    .addOption(portOption(4100))
     .option('--host <host>', 'interface to bind', '127.0.0.1')
     .addOption(
-      new Option(
-        '--db <path-or-url>',
+      dbOption(
+        './data/queue.sqlite',
         'SQLite database file (created with its folder if missing), or a postgres:// URL; ' +
           'add ?schema=NAME to the URL to keep the tables in that schema (created if missing)',
-      )
-        .env('DATABASE_URL')
-        .default('./data/queue.sqlite'),
+      ),
     )
     .addOption(
       new Option('--late-finish <policy>', 'whether the current token may finish after its lease expired, if nobody claimed since')
-        .choices(['reject', 'if-unclaimed'])
+        .choices(LATE_FINISH)
+        .argParser(oneOf(LATE_FINISH))
         .default('reject'),
     )
-    .addOption(
-      new Option('--log-level <level>', 'log level (logs are JSON lines on stderr)')
-        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-        .default(process.env.LEASEHOLD_LOG_LEVEL ?? 'info'),
-    )
-    .action(async (opts: { port: number; host: string; db: string; lateFinish: LateFinishPolicy; logLevel: string }) => {
-      const logger = pino({ name: 'queue', level: opts.logLevel }, pino.destination(2));
-      const service = await startQueue({
-        db: opts.db,
-        host: opts.host,
-        port: opts.port,
-        latePolicy: opts.lateFinish,
-        logger,
-      });
-      logger.info({ url: service.url, db: redactDb(opts.db), lateFinish: opts.lateFinish }, 'queue ready');
-      process.stdout.write(`leasehold queue listening on ${service.url}\n`);
-      onShutdown(service.close, logger);
+    .addOption(logLevelOption())
+    .addHelpText('after', '\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".')
+    .action(async (flags: QueueFlags) => {
+      await runQueue(flags);
     });
+}
+
+async function runQueue(flags: QueueFlags): Promise<void> {
+  const logger = createLogger({ service: 'queue', level: flags.logLevel });
+  let service: QueueService;
+  try {
+    service = await startQueue({ db: flags.db, host: flags.host, port: flags.port, latePolicy: flags.lateFinish, logger });
+  } catch (err) {
+    failStart('queue', err, { port: flags.port, logger });
+  }
+  logger.info({ url: service.url, db: redactDb(flags.db), lateFinish: flags.lateFinish }, 'queue ready');
+  process.stdout.write(`leasehold queue listening on ${service.url}\n`);
+  onShutdown(service.close, logger);
 }

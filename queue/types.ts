@@ -81,8 +81,4 @@ export interface Stats {
   dead: number;
 }
 
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
+export { systemClock, type Clock } from '../platform/clock.js';

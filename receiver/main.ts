@@ -1,11 +1,11 @@
 // `leasehold receiver`: parse flags, start the receiver, print the URL it listens on, and stop
 // cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { pino } from 'pino';
+import { Option, type Command } from 'commander';
+import { dbOption, failStart, leaseholdCommand, logLevelOption, portOption } from '../platform/flags.js';
 import { onShutdown } from '../platform/listen.js';
+import { createLogger } from '../platform/logger.js';
 import { startReceiver, type ReceiverHandle } from './service.js';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** How long a shutdown may take before the process exits anyway. */
 const FORCE_EXIT_MS = 10_000;
 
@@ -18,33 +18,21 @@ interface ReceiverFlags {
   logLevel: string;
 }
 
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError('expected an integer from 0 to 65535.');
-  return port;
-}
-
 export function receiverCommand(): Command {
-  return new Command('receiver')
+  return leaseholdCommand('receiver')
     .description("Start the idempotent, fencing receiver: it records each job's effect once and rejects lower fencing tokens.")
-    .addOption(new Option('--port <port>', 'TCP port to listen on; 0 picks a free port').argParser(parsePort).default(4300))
+    .addOption(portOption(4300))
     .option('--host <host>', 'address to bind to', '127.0.0.1')
     .addOption(
-      new Option(
-        '--db <path-or-url>',
+      dbOption(
+        './data/receiver.sqlite',
         'SQLite file for effects and the journal; its parent directory is created if missing (":memory:" keeps nothing). ' +
           'Or a postgres:// URL, shared by several receivers; add ?schema=NAME to use that schema (created if missing)',
-      )
-        .env('DATABASE_URL')
-        .default('./data/receiver.sqlite'),
-    )
-    .addOption(
-      new Option('--secret <secret>', 'shared secret: POST /effects then needs a valid Leasehold-Signature header').env(
-        'LEASEHOLD_SECRET',
       ),
     )
+    .addOption(new Option('--secret <secret>', 'shared secret: POST /effects then needs a valid Leasehold-Signature header'))
     .option('--test-mode', 'enable fault injection with POST /admin/faults and POST /admin/reset (for integration tests)', false)
-    .addOption(new Option('--log-level <level>', 'level of the JSON logs written to stderr').choices(LOG_LEVELS).default('info'))
+    .addOption(logLevelOption())
     .addHelpText(
       'after',
       '\nOn start it prints one line to stdout: "leasehold receiver listening on http://<host>:<port>".\n' +
@@ -57,8 +45,7 @@ export function receiverCommand(): Command {
 }
 
 async function runReceiver(flags: ReceiverFlags): Promise<void> {
-  // Synchronous stderr writes: nothing logged is lost when the process exits right after.
-  const logger = pino({ name: 'leasehold-receiver', level: flags.logLevel }, pino.destination({ dest: 2, sync: true }));
+  const logger = createLogger({ service: 'receiver', level: flags.logLevel });
   let handle: ReceiverHandle;
   try {
     handle = await startReceiver({
@@ -70,9 +57,7 @@ async function runReceiver(flags: ReceiverFlags): Promise<void> {
       logger,
     });
   } catch (err) {
-    logger.fatal({ err }, 'receiver could not start');
-    process.exitCode = 1;
-    return;
+    failStart('receiver', err, { port: flags.port, logger });
   }
   process.stdout.write(`leasehold receiver listening on ${handle.url}\n`);
 

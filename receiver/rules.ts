@@ -32,12 +32,7 @@ export interface Judgement {
   changed: boolean;
 }
 
-/** Anything with a `now()` in epoch ms; injected so tests can use a fake clock. */
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
+export { systemClock, type Clock } from '../platform/clock.js';
 
 /**
  * Judges one request against a job's stored state.

@@ -2,8 +2,10 @@
 // after optional simulated work. Every event is one JSON line on stdout; logs go to stderr.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { WORKER_DEFAULTS, MIN_LEASE_MS } from './options.js';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { checkOptions, integerAtLeast, leaseholdCommand, logLevelOption } from '../platform/flags.js';
+import { createLogger } from '../platform/logger.js';
+import { WORKER_DEFAULTS, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
 import type { StalledEvent, WorkerLine } from './events.js';
 import type { Handler, WorkerHooks } from './types.js';
 import { runWorker } from './worker.js';
@@ -20,10 +22,11 @@ interface WorkerFlags {
   stallMs: number;
   stallBeforeSend: number[];
   stallBeforeFinish: number[];
+  logLevel: string;
 }
 
 export function workerCommand(): Command {
-  return new Command('worker')
+  return leaseholdCommand('worker')
     .description(
       "Run a worker: claim jobs from the queue, keep each lease alive while working, send each job's qty through the gateway under the lease's owner and token, then finish.",
     )
@@ -32,15 +35,15 @@ export function workerCommand(): Command {
     .option('--name <name>', 'the owner name this worker claims as', `${hostname()}-${process.pid}`)
     .addOption(
       new Option('--lease-ms <ms>', `lease asked for on each claim; renewed every max(100, lease/3) ms and before sending (at least ${MIN_LEASE_MS})`)
-        .argParser(integer(MIN_LEASE_MS))
+        .argParser(integerAtLeast(MIN_LEASE_MS))
         .default(WORKER_DEFAULTS.leaseMs),
     )
-    .addOption(new Option('--poll-ms <ms>', 'wait between claims while the queue has nothing claimable').argParser(integer(10)).default(WORKER_DEFAULTS.pollMs))
-    .addOption(new Option('--work-ms <ms>', "simulated work before each job's send (stops when the lease is lost)").argParser(integer(0)).default(0))
-    .addOption(new Option('--max-jobs <n>', 'exit after this many claims (default: run until stopped)').argParser(integer(1)))
+    .addOption(new Option('--poll-ms <ms>', 'wait between claims while the queue has nothing claimable').argParser(integerAtLeast(10)).default(WORKER_DEFAULTS.pollMs))
+    .addOption(new Option('--work-ms <ms>', "simulated work before each job's send (stops when the lease is lost)").argParser(integerAtLeast(0)).default(0))
+    .addOption(new Option('--max-jobs <n>', 'exit after this many claims (default: run until stopped)').argParser(integerAtLeast(1)))
     .addOption(
       new Option('--drain-ms <ms>', 'on SIGTERM/SIGINT, how long the job in hand may still run before it is handed back to the queue')
-        .argParser(integer(0))
+        .argParser(integerAtLeast(0))
         .default(WORKER_DEFAULTS.drainMs),
     )
     .addOption(
@@ -53,7 +56,8 @@ export function workerCommand(): Command {
         .argParser(ordinals)
         .default([], 'none'),
     )
-    .addOption(new Option('--stall-ms <ms>', 'length of each injected pause').argParser(integer(1)).default(1_000))
+    .addOption(new Option('--stall-ms <ms>', 'length of each injected pause').argParser(integerAtLeast(1)).default(1_000))
+    .addOption(logLevelOption('level of the JSON logs written to stderr (the events go to stdout)'))
     .addHelpText(
       'after',
       [
@@ -75,12 +79,26 @@ export function workerCommand(): Command {
         "demo can freeze it there (SIGSTOP) and show that what it does after waking up is refused.",
       ].join('\n'),
     )
-    .action(async (flags: WorkerFlags) => {
+    .action(async (flags: WorkerFlags, command: Command) => {
+      checkOptions(command, FLAG_NAMES, () =>
+        resolveWorkerOptions({ queueUrl: flags.queue, gatewayUrl: flags.gateway, name: flags.name, leaseMs: flags.leaseMs, pollMs: flags.pollMs, drainMs: flags.drainMs }),
+      );
       await runWorkerProcess(flags);
     });
 }
 
+/** The library's option names, as the flags that set them. */
+const FLAG_NAMES: Record<string, string> = {
+  queueUrl: '--queue',
+  gatewayUrl: '--gateway',
+  name: '--name',
+  leaseMs: '--lease-ms',
+  pollMs: '--poll-ms',
+  drainMs: '--drain-ms',
+};
+
 async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
+  const logger = createLogger({ service: 'worker', level: flags.logLevel });
   // Pipes and files take stdout synchronously, so a line is out before the next step begins.
   const print = (line: WorkerLine) => process.stdout.write(`${JSON.stringify(line)}\n`);
   const stop = new AbortController();
@@ -88,7 +106,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
     stopping = true;
-    process.stderr.write(`${signal} received: no new claims; the job in hand has ${flags.drainMs} ms to end\n`);
+    logger.info({ signal, drainMs: flags.drainMs }, `${signal} received: no new claims; the job in hand has ${flags.drainMs} ms to end`);
     // The drain, a hand-back and a margin; then exit regardless.
     setTimeout(() => process.exit(1), flags.drainMs + 10_000).unref();
     stop.abort();
@@ -130,7 +148,8 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),
     });
   } catch (err) {
-    process.stderr.write(`worker ${flags.name} stopped on an error: ${err instanceof Error ? err.message : String(err)}\n`);
+    logger.debug({ err }, 'stopped on an error');
+    process.stderr.write(`leasehold worker: ${flags.name} stopped on an error: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   }
   process.exit(0);
@@ -146,20 +165,10 @@ export function sendQtyHandler(workMs: number): Handler {
   };
 }
 
-function integer(min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min) {
-      throw new InvalidArgumentError(`expected an integer of at least ${min}.`);
-    }
-    return n;
-  };
-}
-
 function ordinals(value: string): number[] {
   const list = value.split(',').map((part) => Number(part.trim()));
   if (list.length === 0 || list.some((n) => !Number.isSafeInteger(n) || n < 1)) {
-    throw new InvalidArgumentError('expected job ordinals such as "1" or "1,3" (1 is the first job this worker claims).');
+    throw new InvalidArgumentError(`must be job ordinals such as "1" or "1,3" (1 is the first job this worker claims), not ${JSON.stringify(value)}`);
   }
   return list;
 }

@@ -1,6 +1,7 @@
 // The worker's options: defaults in one object, one function that checks ranges and relations;
 // everything inside the worker takes only the resolved shape.
-import { systemClock, type Clock } from '../queue/types.js';
+import { systemClock, type Clock } from '../platform/clock.js';
+import { httpUrl } from '../platform/url.js';
 import type { WorkerEvent } from './events.js';
 import { heartbeatIntervalMs } from './rules.js';
 import type { EffectSender, QueueApi, WorkerHooks } from './types.js';
@@ -91,17 +92,4 @@ function intIn(what: string, value: number, min: number, max: number): number {
     throw new RangeError(`${what} must be an integer from ${min} to ${max}, not ${String(value)}.`);
   }
   return value;
-}
-
-function httpUrl(what: string, value: string): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new RangeError(`${what} must be an http:// URL, not ${JSON.stringify(value)}.`);
-  }
-  if (url.protocol !== 'http:') {
-    throw new RangeError(`${what} must be an http:// URL, not ${JSON.stringify(value)}.`);
-  }
-  return url;
 }

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { QueueClient } from '../../queue/client.js';
 import { startQueue } from '../../queue/service.js';
 import { tempDir } from '../helpers/tmp.js';
-import { runCli, startProcess } from '../helpers/processes.js';
+import { portInUse, runCli, startProcess } from '../helpers/processes.js';
 import { closeAfterTest } from './setup.js';
 
 async function realQueue(dir: string) {
@@ -130,6 +130,8 @@ describe('leasehold gateway (process)', () => {
       '--retry-attempts',
       '--retry-budget-ms',
       '--log-level',
+      'LEASEHOLD_PORT',
+      'LEASEHOLD_RECEIVER_TIMEOUT_MS',
     ]) {
       expect(stdout, flag).toContain(flag);
     }
@@ -141,9 +143,21 @@ describe('leasehold gateway (process)', () => {
     [['--receiver-timeout-ms', '5000', '--retry-budget-ms', '1000'], '--retry-budget-ms (1000) must be at least --receiver-timeout-ms (5000)'],
     [['--queue', 'ftp://example'], '--queue must be an http:// URL'],
     [['--secret', ''], 'the secret is empty'],
-  ])('bad flags %j exit 1 with a message', async (args, phrase) => {
+  ])('bad flags %j: one line that says what is wrong, exit code 2', async (args, phrase) => {
     const { code, stdout, stderr } = await runCli(['gateway', ...args]);
-    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderr).toMatch(/^leasehold gateway: [^\n]+\n$/);
     expect(stderr).toContain(phrase);
+  });
+
+  test('reads LEASEHOLD_PORT and LEASEHOLD_QUEUE; --port beats LEASEHOLD_PORT; a port in use exits 1', async () => {
+    const busy = await portInUse();
+    const env = { LEASEHOLD_PORT: String(busy), LEASEHOLD_QUEUE: 'http://127.0.0.1:4999' };
+    const gateway = await startProcess('gateway', ['--port', '0'], env);
+    expect(new URL(gateway.url).port).not.toBe(String(busy));
+    expect(logLines(gateway.stderr()).find((l) => l.msg === 'gateway ready')).toMatchObject({ service: 'gateway', queue: 'http://127.0.0.1:4999' });
+
+    const { code, stderr } = await runCli(['gateway'], env);
+    expect({ code, stderr }).toEqual({ code: 1, stderr: `leasehold gateway: port ${busy} is in use; pick another with --port, or --port 0 for a free one\n` });
   });
 });

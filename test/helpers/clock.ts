@@ -1,5 +1,5 @@
 // A clock the test moves by hand, injected wherever the services read time.
-import type { Clock } from '../../queue/index.js';
+import type { Clock } from '../../platform/clock.js';
 
 export interface FakeClock extends Clock {
   set(ms: number): void;

@@ -1,11 +1,13 @@
 // Leasehold services as real child processes (`node dist/cli/leasehold.js <service> ...`): started
 // on the flags given, resolved once they print the URL they listen on, SIGKILLed after the test,
 // and their output printed when the test fails.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
+import { spawnCli, type ExitInfo } from '../../platform/spawn.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist', 'cli', 'leasehold.js');
@@ -15,59 +17,60 @@ export interface Running {
   url: string;
   stdout(): string;
   stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<ExitInfo>;
   /** Sends `signal` (SIGTERM by default) unless it already exited, and waits for the exit. */
-  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(signal?: NodeJS.Signals): Promise<ExitInfo>;
 }
 
-/** Runs the CLI to completion (for --help and bad flags). */
-export function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+/** Runs `leasehold ...args` to completion (for --help, bad flags, failures to start). */
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const [command = '', ...rest] = args;
+  const child = spawnCli(CLI, command, rest, { cwd: ROOT, env: { ...cleanEnv(), ...env } });
+  onTestFinished(() => child.signal('SIGKILL'));
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
 }
 
 /** Starts `leasehold <service> ...args` and resolves once it printed the URL it listens on. */
 export async function startProcess(service: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" before these tests.`);
-  const child = spawn(process.execPath, [CLI, service, ...args], { cwd: ROOT, env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    return exited;
-  };
+  const child = spawnCli(CLI, service, args, { cwd: ROOT, env: { ...cleanEnv(), ...env } });
   onTestFinished(async ({ task }) => {
-    if (task.result?.state === 'fail') console.error(`${service} ${args.join(' ')}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
-    await stop('SIGKILL');
+    if (task.result?.state === 'fail') console.error(`${service} ${args.join(' ')}\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`);
+    await child.stop('SIGKILL');
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${service}: no "listening on" line within 20 s; stderr:\n${stderr}`)), 20_000);
-    const check = () => {
-      const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (!match) return;
-      clearTimeout(timer);
-      resolve(match[1]!);
-    };
-    child.stdout!.on('data', check);
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`${service} exited (${code ?? signal}) before listening; stderr:\n${stderr}`));
-    });
-  });
-  return { child, url, stdout: () => stdout, stderr: () => stderr, exited, stop };
+  const url = await child.listening(20_000);
+  return {
+    child: child.process,
+    url,
+    stdout: () => child.stdout(),
+    stderr: () => child.stderr(),
+    exited: child.exited,
+    stop: (signal = 'SIGTERM') => child.stop(signal),
+  };
 }
 
-/** The environment without a secret or log level inherited from the shell running the tests. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const { LEASEHOLD_SECRET: _secret, LEASEHOLD_LOG_LEVEL: _level, ...env } = process.env;
-  return env;
+/**
+ * The environment without leasehold's variables (LEASEHOLD_SECRET, LEASEHOLD_PORT...) from the
+ * shell running the tests: each test says what its processes get.
+ */
+export function cleanEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LEASEHOLD_')));
+}
+
+/** A port something is listening on, held until the test ends. */
+export async function portInUse(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
+/** A port that was free a moment ago (another process may take it in between, rarely). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -1,9 +1,9 @@
 // The real `leasehold receiver` process from dist/: the CLI contract, clean stops on signals,
 // and effects and highest tokens that survive kill -9. Run after `npm run build`.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { CLI, ROOT, runCli, startProcess as startService } from '../helpers/processes.js';
+import { CLI, ROOT, freePort, portInUse, runCli, startProcess as startService } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 import { expectError, postEffect, send, type HttpResult } from './setup.js';
 
@@ -99,10 +99,38 @@ describe('leasehold receiver (process)', () => {
     expectError(await postEffect(testMode.url, { jobId: 'a', qty: 1, token: 1 }), 503, 'injected_fault');
   });
 
+  test('reads LEASEHOLD_PORT, LEASEHOLD_DB and LEASEHOLD_TEST_MODE; --port beats LEASEHOLD_PORT', async () => {
+    const dir = tempDir('leasehold-receiver-env-');
+    const port = await freePort();
+    const fromEnv = await startProcess([], { LEASEHOLD_PORT: String(port), LEASEHOLD_DB: join(dir, 'env.sqlite'), LEASEHOLD_TEST_MODE: 'true' });
+    expect(fromEnv.url).toBe(`http://127.0.0.1:${port}`);
+    expect((await send(fromEnv.url, { method: 'POST', path: '/admin/reset' })).status).toBe(200);
+    expect(existsSync(join(dir, 'env.sqlite'))).toBe(true);
+
+    const busy = await portInUse();
+    const flag = await startProcess(['--port', '0', '--db', join(dir, 'flag.sqlite')], { LEASEHOLD_PORT: String(busy), LEASEHOLD_TEST_MODE: '0' });
+    expect(new URL(flag.url).port).not.toBe(String(busy));
+    expectError(await send(flag.url, { method: 'POST', path: '/admin/reset' }), 404, 'not_found');
+  });
+
+  test('a bad flag exits 2, a port in use exits 1, each with one line', async () => {
+    expect(await runCli(['receiver', '--port', '1e3'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'leasehold receiver: --port must be an integer from 0 to 65535 (0 picks a free port), not "1e3"\n',
+    });
+    const busy = await portInUse();
+    expect(await runCli(['receiver', '--port', String(busy), '--db', ':memory:'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `leasehold receiver: port ${busy} is in use; pick another with --port, or --port 0 for a free one\n`,
+    });
+  });
+
   test('--help explains every flag', async () => {
     const { code, stdout: out } = await runCli(['receiver', '--help']);
     expect(code).toBe(0);
-    for (const flag of ['--port', '--db', '--host', '--secret', '--test-mode', '--log-level', 'LEASEHOLD_SECRET']) {
+    for (const flag of ['--port', '--db', '--host', '--secret', '--test-mode', '--log-level', 'LEASEHOLD_SECRET', 'LEASEHOLD_PORT', 'LEASEHOLD_TEST_MODE']) {
       expect({ flag, present: out.includes(flag) }).toEqual({ flag, present: true });
     }
   });

@@ -1,56 +1,51 @@
 // `leasehold worker` and `leasehold start` as real processes: the worker's JSON event lines,
 // its --help, a clean stop on SIGTERM that hands the job in hand back; the three services
 // started together and stopped with Ctrl-C. Run after `npm run build`.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, onTestFinished, test } from 'vitest';
+import { spawnCli, type ExitInfo } from '../../platform/spawn.js';
 import type { WorkerLine } from '../../worker/index.js';
 import { QueueClient } from '../../queue/client.js';
 import { closeAfterTest, setup } from '../worker/setup.js';
+import { CLI, ROOT, cleanEnv } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/leasehold.js', import.meta.url));
-
 interface Run {
-  child: ChildProcessWithoutNullStreams;
+  child: ChildProcess;
   lines: string[];
   events: WorkerLine[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<ExitInfo>;
   /** Resolves with the first line that matches. */
   line(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  stderr(): string;
 }
 
 /** Starts `leasehold <args>`; prints its output if the test fails; kills it after the test. */
-function cli(args: string[]): Run {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+function cli([command = '', ...args]: string[]): Run {
   const lines: string[] = [];
   const events: WorkerLine[] = [];
   const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  const onLine = (line: string) => {
     lines.push(line);
     if (line.startsWith('{')) events.push(JSON.parse(line) as WorkerLine);
     for (const waiter of waiters.filter((w) => w.pattern.test(line))) {
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve(line);
     }
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
+  };
+  const child = spawnCli(CLI, command, args, { cwd: ROOT, env: cleanEnv(), onLine });
   onTestFinished(({ task }) => {
-    child.kill('SIGKILL');
-    if (task.result?.state === 'fail') console.error(`leasehold ${args.join(' ')}\nstdout:\n${lines.join('\n')}\nstderr:\n${stderr}`);
+    child.signal('SIGKILL');
+    if (task.result?.state === 'fail') console.error(`leasehold ${command} ${args.join(' ')}\nstdout:\n${lines.join('\n')}\nstderr:\n${child.stderr()}`);
   });
   return {
-    child,
+    child: child.process,
     lines,
     events,
-    exited,
+    exited: child.exited,
+    stderr: () => child.stderr(),
     line: (pattern, timeoutMs = 20_000) =>
       new Promise((resolve, reject) => {
         const found = lines.find((l) => pattern.test(l));
@@ -66,11 +61,23 @@ describe('leasehold worker', () => {
     const run = cli(['worker', '--help']);
     expect((await run.exited).code).toBe(0);
     const help = run.lines.join('\n');
-    for (const flag of ['--queue', '--gateway', '--name', '--lease-ms', '--poll-ms', '--work-ms', '--max-jobs', '--drain-ms', '--stall-before-send', '--stall-before-finish', '--stall-ms']) {
+    for (const flag of ['--queue', '--gateway', '--name', '--lease-ms', '--poll-ms', '--work-ms', '--max-jobs', '--drain-ms', '--stall-before-send', '--stall-before-finish', '--stall-ms', '--log-level']) {
       expect(help).toContain(flag);
     }
+    for (const variable of ['LEASEHOLD_QUEUE', 'LEASEHOLD_GATEWAY', 'LEASEHOLD_LEASE_MS', 'LEASEHOLD_LOG_LEVEL']) expect(help).toContain(variable);
     expect(help).toMatch(/one JSON line per event on stdout/);
     expect(help).toMatch(/SIGTERM or SIGINT/);
+  });
+
+  test.each([
+    [['--lease-ms', '100'], 'leasehold worker: --lease-ms must be an integer of at least 300, not "100"'],
+    [['--queue', 'ftp://example'], 'leasehold worker: --queue must be an http:// URL'],
+  ])('bad flags %j: one line on stderr, exit code 2', async (args, line) => {
+    const run = cli(['worker', ...args]);
+    expect((await run.exited).code).toBe(2);
+    expect(run.lines).toEqual([]);
+    expect(run.stderr()).toMatch(/^[^\n]+\n$/);
+    expect(run.stderr()).toContain(line);
   });
 
   test('works through the queue, printing one JSON line per event, and exits 0 after --max-jobs', async () => {
