@@ -1,6 +1,7 @@
 // The command line of every leasehold command: each flag also read from LEASEHOLD_<FLAG>, one
 // parser per kind of value, and one error path — a usage error is one line and exit code 2, a
 // start-up failure one line and exit code 1.
+import type { SqliteJournal } from './sqlite.js';
 import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -220,4 +221,17 @@ export function startFailure(err: unknown, context: Pick<StartContext, 'port'> =
 function messageOf(err: unknown): string {
   if (err instanceof AggregateError && !err.message && err.errors.length > 0) return messageOf(err.errors[0]);
   return oneLine(err instanceof Error ? err.message || err.name : String(err));
+}
+
+const JOURNALS: readonly SqliteJournal[] = ['delete', 'wal'];
+
+/** `--journal delete|wal`: SQLite's journal; synchronous stays FULL either way. */
+export function journalOption(): Option {
+  return new Option(
+    '--journal <mode>',
+    'SQLite journal: delete (the rollback journal) or wal; both sync every commit (synchronous=FULL)',
+  )
+    .choices(JOURNALS)
+    .argParser(oneOf(JOURNALS))
+    .default('delete');
 }

@@ -1,7 +1,17 @@
 // `leasehold queue`: parse flags, start the service, print its URL, stop cleanly on a signal.
 import { Option, type Command } from 'commander';
 import { redactDb } from '../platform/postgres.js';
-import { dbOption, failStart, leaseholdCommand, logLevelOption, oneOf, portOption } from '../platform/flags.js';
+import {
+  dbOption,
+  failStart,
+  integerAtLeast,
+  journalOption,
+  leaseholdCommand,
+  logLevelOption,
+  oneOf,
+  portOption,
+} from '../platform/flags.js';
+import type { SqliteJournal } from '../platform/sqlite.js';
 import { onShutdown } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
 import { startQueue, type QueueService } from './service.js';
@@ -14,6 +24,8 @@ interface QueueFlags {
   host: string;
   db: string;
   lateFinish: LateFinishPolicy;
+  journal: SqliteJournal;
+  commitWindowMs: number;
   logLevel: string;
 }
 
@@ -35,6 +47,15 @@ export function queueCommand(): Command {
         .argParser(oneOf(LATE_FINISH))
         .default('reject'),
     )
+    .addOption(journalOption())
+    .addOption(
+      new Option(
+        '--commit-window-ms <ms>',
+        'SQLite: how long a transaction may wait for writes known to be coming, to share their commit (0: never)',
+      )
+        .argParser(integerAtLeast(0))
+        .default(2),
+    )
     .addOption(logLevelOption())
     .addHelpText('after', '\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".')
     .action(async (flags: QueueFlags) => {
@@ -46,11 +67,22 @@ async function runQueue(flags: QueueFlags): Promise<void> {
   const logger = createLogger({ service: 'queue', level: flags.logLevel });
   let service: QueueService;
   try {
-    service = await startQueue({ db: flags.db, host: flags.host, port: flags.port, latePolicy: flags.lateFinish, logger });
+    service = await startQueue({
+      db: flags.db,
+      host: flags.host,
+      port: flags.port,
+      latePolicy: flags.lateFinish,
+      journal: flags.journal,
+      commitWindowMs: flags.commitWindowMs,
+      logger,
+    });
   } catch (err) {
     failStart('queue', err, { port: flags.port, logger });
   }
-  logger.info({ url: service.url, db: redactDb(flags.db), lateFinish: flags.lateFinish }, 'queue ready');
+  logger.info(
+    { url: service.url, db: redactDb(flags.db), lateFinish: flags.lateFinish, journal: flags.journal },
+    'queue ready',
+  );
   process.stdout.write(`leasehold queue listening on ${service.url}\n`);
   onShutdown(service.close, logger);
 }

@@ -1,7 +1,8 @@
 // `leasehold receiver`: parse flags, start the receiver, print the URL it listens on, and stop
 // cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
 import { Option, type Command } from 'commander';
-import { dbOption, failStart, leaseholdCommand, logLevelOption, portOption } from '../platform/flags.js';
+import { dbOption, failStart, journalOption, leaseholdCommand, logLevelOption, portOption } from '../platform/flags.js';
+import type { SqliteJournal } from '../platform/sqlite.js';
 import { onShutdown } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
 import { startReceiver, type ReceiverHandle } from './service.js';
@@ -15,6 +16,7 @@ interface ReceiverFlags {
   db: string;
   secret?: string;
   testMode: boolean;
+  journal: SqliteJournal;
   logLevel: string;
 }
 
@@ -32,6 +34,7 @@ export function receiverCommand(): Command {
     )
     .addOption(new Option('--secret <secret>', 'shared secret: POST /effects then needs a valid Leasehold-Signature header'))
     .option('--test-mode', 'enable fault injection with POST /admin/faults and POST /admin/reset (for integration tests)', false)
+    .addOption(journalOption())
     .addOption(logLevelOption())
     .addHelpText(
       'after',
@@ -54,6 +57,7 @@ async function runReceiver(flags: ReceiverFlags): Promise<void> {
       db: flags.db,
       secret: flags.secret,
       testMode: flags.testMode,
+      journal: flags.journal,
       logger,
     });
   } catch (err) {

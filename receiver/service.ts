@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { createReceiverApp } from './app.js';
 import { FaultController } from './faults.js';
 import { openSqliteEffectStore } from './sqlite-store.js';
+import type { SqliteJournal } from '../platform/sqlite.js';
 import { openPostgresEffectStore } from './postgres-store.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { listen, type Listening } from '../platform/listen.js';
@@ -27,6 +28,8 @@ export interface StartReceiverOptions {
   clock?: Clock;
   /** Default: silent. */
   logger?: Logger;
+  /** SQLite only: the journal (default `delete`, the rollback journal; `wal` is as durable). */
+  journal?: SqliteJournal;
 }
 
 export interface ReceiverHandle {
@@ -56,6 +59,7 @@ interface ResolvedOptions {
   testMode: boolean;
   clock: Clock;
   logger: Logger;
+  journal: SqliteJournal;
 }
 
 /** Defaults and checks in one place; everything below takes only the resolved shape. */
@@ -78,6 +82,7 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
     testMode: options.testMode ?? true,
     clock: options.clock ?? systemClock,
     logger: options.logger ?? pino({ level: 'silent' }),
+    journal: options.journal ?? 'delete',
   };
 }
 
@@ -86,7 +91,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
   const { logger, clock } = resolved;
   const store = isPostgresUrl(resolved.db)
     ? await openPostgresEffectStore({ connectionString: resolved.db })
-    : await openSqliteEffectStore({ filename: resolved.db });
+    : await openSqliteEffectStore({ filename: resolved.db, journal: resolved.journal });
   const faults = new FaultController(resolved.testMode);
   const app = createReceiverApp({
     store,

@@ -5,7 +5,13 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { GroupCommitter } from '../platform/group-commit.js';
-import { openSqlite, retryBusy, withImmediateTransaction, type SqliteExecutor } from '../platform/sqlite.js';
+import {
+  openSqlite,
+  retryBusy,
+  withImmediateTransaction,
+  type SqliteExecutor,
+  type SqliteJournal,
+} from '../platform/sqlite.js';
 import { createKnexEffectStore, type EffectDialect, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
 
@@ -15,6 +21,8 @@ export interface SqliteEffectStoreOptions {
   busyTimeoutMs?: number;
   /** How long one transaction keeps retrying while another process holds the lock. */
   busyBudgetMs?: number;
+  /** Default `delete` (the rollback journal); `wal` is as durable (synchronous stays FULL). */
+  journal?: SqliteJournal;
 }
 
 /**
@@ -47,7 +55,11 @@ export function sqliteEffectDialect(busyBudgetMs: number): EffectDialect {
 /** Opens, migrates and wraps one SQLite file: the receiver's default store. */
 export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): Promise<KnexEffectStore> {
   if (options.filename !== ':memory:') await mkdir(dirname(options.filename), { recursive: true });
-  const knex = openSqlite({ filename: options.filename, busyTimeoutMs: options.busyTimeoutMs });
+  const knex = openSqlite({
+    filename: options.filename,
+    busyTimeoutMs: options.busyTimeoutMs,
+    ...(options.journal ? { journal: options.journal } : {}),
+  });
   try {
     await retryBusy(() => migrateReceiver(knex), options.busyBudgetMs);
   } catch (err) {
