@@ -1,8 +1,50 @@
+// The tests in four layers, each runnable alone (`npx vitest run --project unit`). A file is in
+// exactly one layer; test/platform/test-layers.test.ts fails when a new file is in none or two.
 import { defineConfig } from 'vitest/config';
+
+const TEST_LAYERS = {
+  // Pure rules and parsers: no database, no server.
+  unit: [
+    'test/**/rules.test.ts',
+    'test/receiver/signature.test.ts',
+    'test/platform/boundaries.test.ts',
+    'test/platform/flags.test.ts',
+    'test/platform/test-layers.test.ts',
+  ],
+  // Stores on real SQLite files and PostgreSQL schemas.
+  db: [
+    'test/**/store.*.test.ts',
+    'test/**/store-unavailable.test.ts',
+    'test/platform/sqlite-*.test.ts',
+    'test/platform/group-commit.test.ts',
+    'test/queue/sqlite-plan.test.ts',
+    'test/queue/long-poll.test.ts',
+    'test/queue/postgres.test.ts',
+  ],
+  // Express apps through supertest, and services started in this process with their clients.
+  http: [
+    'test/**/app.test.ts',
+    'test/**/app-*.test.ts',
+    'test/**/client.test.ts',
+    'test/**/middleware*.test.ts',
+    'test/platform/http-edge.test.ts',
+    'test/gateway/faults.test.ts',
+    'test/gateway/verifier.test.ts',
+    'test/receiver/stub.test.ts',
+    'test/worker/lease.test.ts',
+    'test/worker/run.test.ts',
+  ],
+  // Real child processes: the built CLI, several processes on one database, kill -9, the demo.
+  system: [
+    'test/system/**/*.test.ts',
+    'test/**/process.test.ts',
+    'test/**/multiprocess.test.ts',
+    'test/queue/crash.test.ts',
+  ],
+} as const;
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Multi-process and kill -9 tests spawn real services; give them room on a loaded 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
@@ -10,5 +52,9 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     allowOnly: false,
+    projects: Object.entries(TEST_LAYERS).map(([name, include]) => ({
+      extends: true,
+      test: { name, include: [...include] },
+    })),
   },
 });

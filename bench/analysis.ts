@@ -99,7 +99,16 @@ export function analyse(run: RunRecord): Analysis {
       statementsPerJob: summarize(values.map((t) => t.statementsPerJob ?? Number.NaN)),
       ratio:
         basis && series[basis]
-          ? { to: basis, toLabel: labels[basis]!, summary: summarize(ratios(rates, series[basis]!.map((t) => t.perSec))) }
+          ? {
+              to: basis,
+              toLabel: labels[basis]!,
+              summary: summarize(
+                ratios(
+                  rates,
+                  series[basis]!.map((t) => t.perSec),
+                ),
+              ),
+            }
           : null,
       errors: values.reduce((sum, t) => sum + t.errors, 0),
       ...(firstError ? { firstError } : {}),
@@ -109,7 +118,13 @@ export function analyse(run: RunRecord): Analysis {
   const latency = latencyResult(run);
   const memory = Object.entries(run.peaks).map(([name, peakMiB]) => ({ name, peakMiB, service: SERVICES.has(name) }));
   memory.push({ name: 'benchmark process', peakMiB: run.benchPeakRssMiB, service: false });
-  return { columns, derived: derived(series, workersOf(columns)), latency, memory, goals: goals(columns, latency, memory) };
+  return {
+    columns,
+    derived: derived(series, workersOf(columns)),
+    latency,
+    memory,
+    goals: goals(columns, latency, memory),
+  };
 }
 
 function derived(series: Record<string, Throughput[]>, loops: string): Derived[] {
@@ -122,11 +137,31 @@ function derived(series: Record<string, Throughput[]>, loops: string): Derived[]
   return [
     { name: 'one raw write transaction (the limit)', unit: 'ms', summary: summarize(limit) },
     { name: 'one library cycle, 1 worker (claim + finish)', unit: 'ms', summary: summarize(lib) },
-    { name: 'library cycle in raw transactions (2.0 = the two-commit floor)', unit: 'x', summary: summarize(lib.map((v, i) => v / limit[i]!)) },
-    { name: 'what HTTP adds per request, 1 worker ((HTTP cycle - library cycle) / 2)', unit: 'ms', summary: summarize(http.map((v, i) => (v - lib[i]!) / 2)) },
-    { name: 'what bare node:http adds per request, 1 worker (same, reference front)', unit: 'ms', summary: summarize(bare.map((v, i) => (v - lib[i]!) / 2)) },
-    { name: 'queue service / bare node:http front, 1 worker (throughput)', unit: 'x', summary: summarize(ratios(rate('http1'), rate('bareHttp1'))) },
-    { name: `queue service / bare node:http front, ${loops} loops (throughput)`, unit: 'x', summary: summarize(ratios(rate('httpN'), rate('bareHttpN'))) },
+    {
+      name: 'library cycle in raw transactions (2.0 = the two-commit floor)',
+      unit: 'x',
+      summary: summarize(lib.map((v, i) => v / limit[i]!)),
+    },
+    {
+      name: 'what HTTP adds per request, 1 worker ((HTTP cycle - library cycle) / 2)',
+      unit: 'ms',
+      summary: summarize(http.map((v, i) => (v - lib[i]!) / 2)),
+    },
+    {
+      name: 'what bare node:http adds per request, 1 worker (same, reference front)',
+      unit: 'ms',
+      summary: summarize(bare.map((v, i) => (v - lib[i]!) / 2)),
+    },
+    {
+      name: 'queue service / bare node:http front, 1 worker (throughput)',
+      unit: 'x',
+      summary: summarize(ratios(rate('http1'), rate('bareHttp1'))),
+    },
+    {
+      name: `queue service / bare node:http front, ${loops} loops (throughput)`,
+      unit: 'x',
+      summary: summarize(ratios(rate('httpN'), rate('bareHttpN'))),
+    },
   ];
 }
 
@@ -145,9 +180,24 @@ function latencyResult(run: RunRecord): LatencyResult {
     floorP50Ms: summarize(lat.map((l) => l.floorP50Ms)),
     floorP99Ms: summarize(lat.map((l) => l.floorP99Ms)),
     overheadP50Ms: summarize(lat.map((l) => l.gatewayP50Ms - l.directP50Ms)),
-    ratioP50: summarize(ratios(lat.map((l) => l.gatewayP50Ms), lat.map((l) => l.directP50Ms))),
-    ratioP99: summarize(ratios(lat.map((l) => l.gatewayP99Ms), lat.map((l) => l.directP99Ms))),
-    bareRatioP50: summarize(ratios(lat.map((l) => l.bareGatewayP50Ms), lat.map((l) => l.directP50Ms))),
+    ratioP50: summarize(
+      ratios(
+        lat.map((l) => l.gatewayP50Ms),
+        lat.map((l) => l.directP50Ms),
+      ),
+    ),
+    ratioP99: summarize(
+      ratios(
+        lat.map((l) => l.gatewayP99Ms),
+        lat.map((l) => l.directP99Ms),
+      ),
+    ),
+    bareRatioP50: summarize(
+      ratios(
+        lat.map((l) => l.bareGatewayP50Ms),
+        lat.map((l) => l.directP50Ms),
+      ),
+    ),
     errors: lat.reduce((sum, l) => sum + l.errors, 0),
     ...(firstError ? { firstError } : {}),
   };

@@ -25,7 +25,10 @@ function queueFront(store: QueueStore): Handler {
       const job = await store.finish(decodeURIComponent(finish[1]!), { owner: input.owner, token: input.token }, null);
       return { status: 200, body: { job } };
     }
-    return { status: 404, body: { error: { code: 'not_found', message: `The bare queue front serves no ${method} ${path}.` } } };
+    return {
+      status: 404,
+      body: { error: { code: 'not_found', message: `The bare queue front serves no ${method} ${path}.` } },
+    };
   };
 }
 
@@ -33,11 +36,15 @@ function gatewayFront(queue: QueueClient, receiverUrl: URL): Handler {
   const forwarder = createForwarder({ receiverUrl, secret: undefined, now: Date.now });
   return async (method, path, body) => {
     if (method !== 'POST' || path !== '/send') {
-      return { status: 404, body: { error: { code: 'not_found', message: `The bare gateway serves no ${method} ${path}.` } } };
+      return {
+        status: 404,
+        body: { error: { code: 'not_found', message: `The bare gateway serves no ${method} ${path}.` } },
+      };
     }
     const send = body as { jobId: string; owner: string; token: number; qty: number };
     const lease = await queue.verify(send.jobId, { owner: send.owner, token: send.token });
-    if (lease.qty !== send.qty) return { status: 422, body: { error: { code: 'qty_mismatch', message: 'qty is not the job qty.' } } };
+    if (lease.qty !== send.qty)
+      return { status: 422, body: { error: { code: 'qty_mismatch', message: 'qty is not the job qty.' } } };
     const result = await forwarder.forward({ jobId: send.jobId, qty: send.qty }, lease.token, 10_000);
     if (result.kind !== 'response') throw new Error(`the receiver did not answer: ${result.kind}`);
     return { status: result.status === 201 ? 200 : result.status, body: result.body };
@@ -55,10 +62,17 @@ function serve(handle: Handler): http.Server {
         res.end(text);
       };
       Promise.resolve()
-        .then(() => handle(req.method ?? 'GET', req.url ?? '/', chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {}))
+        .then(() =>
+          handle(
+            req.method ?? 'GET',
+            req.url ?? '/',
+            chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {},
+          ),
+        )
         .then(
           ({ status, body }) => answer(status, body),
-          (err: unknown) => answer(500, { error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } }),
+          (err: unknown) =>
+            answer(500, { error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } }),
         );
     });
   });

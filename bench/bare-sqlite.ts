@@ -31,9 +31,7 @@ export async function openBare(filename: string): Promise<BareDb> {
         }),
       ),
     all: (sql, bindings = []) =>
-      new Promise((resolve, reject) =>
-        db.all<Row>(sql, bindings, (err, rows) => (err ? reject(err) : resolve(rows))),
-      ),
+      new Promise((resolve, reject) => db.all<Row>(sql, bindings, (err, rows) => (err ? reject(err) : resolve(rows)))),
     exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
     close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
   };

@@ -26,14 +26,30 @@ const LAYERS: [string, (fn: string, url: string) => boolean][] = [
   ['idle', (fn) => fn === '(idle)'],
   ['startup', (_fn, url) => /^node:internal\/(modules|bootstrap|deps\/cjs-module-lexer)/.test(url)],
   ['gc', (fn) => fn === '(garbage collector)'],
-  ['socket syscalls (writev, read...)', (fn, url) => url === '' && /^(writev|writeBuffer|writeUtf8String|writeLatin1String|readStart|readStop)$/.test(fn)],
-  ['express, router, body-parser', (_fn, url) => /node_modules\/(express|router|body-parser|raw-body|iconv-lite|type-is|content-type|finalhandler|send|on-finished|statuses|mime-types|path-to-regexp|depd|qs|encodeurl|debug)\//.test(url)],
+  [
+    'socket syscalls (writev, read...)',
+    (fn, url) => url === '' && /^(writev|writeBuffer|writeUtf8String|writeLatin1String|readStart|readStop)$/.test(fn),
+  ],
+  [
+    'express, router, body-parser',
+    (_fn, url) =>
+      /node_modules\/(express|router|body-parser|raw-body|iconv-lite|type-is|content-type|finalhandler|send|on-finished|statuses|mime-types|path-to-regexp|depd|qs|encodeurl|debug)\//.test(
+        url,
+      ),
+  ],
   ['zod', (_fn, url) => url.includes('node_modules/zod/')],
-  ['pino', (_fn, url) => /node_modules\/(pino|sonic-boom|fast-redact|quick-format|atomic-sleep|thread-stream)/.test(url)],
+  [
+    'pino',
+    (_fn, url) => /node_modules\/(pino|sonic-boom|fast-redact|quick-format|atomic-sleep|thread-stream)/.test(url),
+  ],
   ['knex, tarn', (_fn, url) => /node_modules\/(knex|tarn)\//.test(url)],
   ['sqlite3 (JS side)', (_fn, url) => url.includes('node_modules/sqlite3/')],
   ['leasehold code', (_fn, url) => /\/dist\/(queue|receiver|gateway)\//.test(url)],
-  ['node:http and streams', (_fn, url) => /^node:(_http|http|net|stream|internal\/streams|internal\/http|events|internal\/stream_base)/.test(url)],
+  [
+    'node:http and streams',
+    (_fn, url) =>
+      /^node:(_http|http|net|stream|internal\/streams|internal\/http|events|internal\/stream_base)/.test(url),
+  ],
   ['node: other', (_fn, url) => url.startsWith('node:')],
   ['native bindings, V8', (_fn, url) => url === ''],
   ['other', () => true],
@@ -45,7 +61,8 @@ const LAYERS: [string, (fn: string, url: string) => boolean][] = [
  * the gateway, or the receiver.
  */
 function processOf(profile: CpuProfile, selfMsByUrl: Map<string, number>): string {
-  const spent = (pattern: RegExp) => [...selfMsByUrl].filter(([url]) => pattern.test(url)).reduce((sum, [, ms]) => sum + ms, 0);
+  const spent = (pattern: RegExp) =>
+    [...selfMsByUrl].filter(([url]) => pattern.test(url)).reduce((sum, [, ms]) => sum + ms, 0);
   const scores: [string, number][] = [
     ['queue', spent(/\/dist\/queue\/(app|knex-store|sqlite-store|schemas)\.js$/)],
     ['gateway', spent(/\/dist\/gateway\//)],
@@ -78,12 +95,16 @@ export function layersOf(self: Map<ProfileNode, number>): Map<string, number> {
 
 function main(dir: string | undefined): void {
   if (!dir || dir === '--help' || dir === '-h') {
-    process.stdout.write('usage: node dist/bench/cpu-profiles.js DIR   (DIR: where --cpu-prof-dir wrote the .cpuprofile files)\n');
+    process.stdout.write(
+      'usage: node dist/bench/cpu-profiles.js DIR   (DIR: where --cpu-prof-dir wrote the .cpuprofile files)\n',
+    );
     process.exit(dir ? 0 : 2);
   }
   const names = LAYERS.map(([name]) => name).filter((name) => name !== 'idle' && name !== 'startup');
   const rows: string[][] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort()) {
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
     const self = selfMsOf(profile);
     const layers = layersOf(self);
@@ -93,7 +114,13 @@ function main(dir: string | undefined): void {
     if (busy < 200) continue; // npm, tsc and short-lived helpers
     const share = (name: string) => `${(((layers.get(name) ?? 0) / busy) * 100).toFixed(0)}%`;
     const seconds = (ms: number) => (ms / 1000).toFixed(1);
-    rows.push([processOf(profile, byUrl), seconds((profile.endTime - profile.startTime) / 1000), seconds(layers.get('startup') ?? 0), seconds(busy), ...names.map(share)]);
+    rows.push([
+      processOf(profile, byUrl),
+      seconds((profile.endTime - profile.startTime) / 1000),
+      seconds(layers.get('startup') ?? 0),
+      seconds(busy),
+      ...names.map(share),
+    ]);
   }
   process.stdout.write(
     "CPU by layer: share of each process's busy time (neither idle nor loading modules at startup), from each frame's self time:\n" +

@@ -42,7 +42,9 @@ export const SHIPPED: Schema = { changes: [] };
  * The index migration 002 dropped: SQLite's planner preferred it to the partial indexes and
  * sorted every pending job on each claim. Kept here to show that cost against the backlog.
  */
-export const WITH_STATUS_INDEX: Schema = { changes: ['CREATE INDEX IF NOT EXISTS queue_jobs_status ON queue_jobs (status)'] };
+export const WITH_STATUS_INDEX: Schema = {
+  changes: ['CREATE INDEX IF NOT EXISTS queue_jobs_status ON queue_jobs (status)'],
+};
 
 export function breakdownOf(clock: StatementClock, cycles: number, wallMs: number): Breakdown {
   const per = (n: number) => (cycles > 0 ? n / cycles : 0);
@@ -51,12 +53,23 @@ export function breakdownOf(clock: StatementClock, cycles: number, wallMs: numbe
     wallMsPerCycle: per(wallMs),
     driverMsPerCycle: per(clock.driverMs()),
     statementsPerCycle: per(clock.statements()),
-    kinds: [...clock.totals.entries()].map(([kind, t]) => ({ kind, callsPerCycle: per(t.calls), msPerCall: t.ms / t.calls })),
+    kinds: [...clock.totals.entries()].map(([kind, t]) => ({
+      kind,
+      callsPerCycle: per(t.calls),
+      msPerCall: t.ms / t.calls,
+    })),
   };
 }
 
 /** A variant whose cycle runs on `queue`'s database, timed by `clock`. */
-function variant(id: string, label: string, queue: QueueDb, clock: StatementClock, cycle: Cycle, close: () => Promise<void>): CycleVariant {
+function variant(
+  id: string,
+  label: string,
+  queue: QueueDb,
+  clock: StatementClock,
+  cycle: Cycle,
+  close: () => Promise<void>,
+): CycleVariant {
   let cycles = 0;
   let wallMs = 0;
   return {
@@ -73,7 +86,11 @@ function variant(id: string, label: string, queue: QueueDb, clock: StatementCloc
     },
     async slice(ms) {
       const statementsBefore = clock.statements();
-      const result = await counted(() => queue.commits(), () => runLoops(1, ms, cycle), () => clock.statements() - statementsBefore);
+      const result = await counted(
+        () => queue.commits(),
+        () => runLoops(1, ms, cycle),
+        () => clock.statements() - statementsBefore,
+      );
       cycles += result.jobs;
       wallMs += result.elapsedMs;
       return result;
@@ -118,7 +135,9 @@ export async function bareVariant(db: string, id: string, label: string, prepare
   const cycle: Cycle = async () => {
     const lease = await inTransaction(bare, () => claimIn(executor, dialect, OWNER, LEASE_MS, Date.now()));
     if (!lease) return false;
-    await inTransaction(bare, () => finishIn(executor, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now()));
+    await inTransaction(bare, () =>
+      finishIn(executor, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now()),
+    );
     return true;
   };
   return variant(id, label, queue, clock, cycle, async () => {
@@ -132,7 +151,10 @@ export async function bareVariant(db: string, id: string, label: string, prepare
 export type BareExecutor = Executor & { release(): Promise<void> };
 
 export function unpreparedExecutor(bare: BareDb): BareExecutor {
-  return { raw: (sql: string, bindings: unknown[]) => bare.all(sql, bindings), release: async () => undefined } as unknown as BareExecutor;
+  return {
+    raw: (sql: string, bindings: unknown[]) => bare.all(sql, bindings),
+    release: async () => undefined,
+  } as unknown as BareExecutor;
 }
 
 /** Each distinct statement prepared once and reused, as queue/sqlite.ts does. */
@@ -146,7 +168,8 @@ export function preparedExecutor(bare: BareDb): BareExecutor {
     );
   };
   const release = async () => {
-    for (const statement of statements.values()) await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
+    for (const statement of statements.values())
+      await new Promise((resolve) => statement.finalize(() => resolve(undefined)));
   };
   return { raw, release } as unknown as BareExecutor;
 }

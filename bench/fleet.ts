@@ -23,15 +23,18 @@ export type ToWorker =
 
 export type FromWorker = { type: 'ready' } | { type: 'done'; result: LoopResult } | { type: 'failed'; message: string };
 
-
 export class Fleet {
   private constructor(private readonly children: ChildProcess[]) {}
 
   static async start(size: number, name: string, target: WorkerTarget): Promise<Fleet> {
-    const children = Array.from({ length: size }, () => track(fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })));
+    const children = Array.from({ length: size }, () =>
+      track(fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })),
+    );
     const fleet = new Fleet(children);
     try {
-      await Promise.all(children.map((child, i) => fleet.ask(child, { type: 'init', name: `${name}-${i + 1}`, ...target }, 'ready')));
+      await Promise.all(
+        children.map((child, i) => fleet.ask(child, { type: 'init', name: `${name}-${i + 1}`, ...target }, 'ready')),
+      );
     } catch (err) {
       await fleet.stop();
       throw err;

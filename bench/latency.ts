@@ -45,12 +45,15 @@ const runPrefix = randomBytes(3).toString('hex');
 
 export async function openLatencyProbe(system: System, samples: number): Promise<LatencyProbe> {
   const echo = await startEchoServer();
-  const bare = await startBareFront('bare gateway', 'gateway', ['--queue', system.queue.url, '--receiver', system.receiver.url]).catch(
-    async (err: unknown) => {
-      await echo.stop();
-      throw err;
-    },
-  );
+  const bare = await startBareFront('bare gateway', 'gateway', [
+    '--queue',
+    system.queue.url,
+    '--receiver',
+    system.receiver.url,
+  ]).catch(async (err: unknown) => {
+    await echo.stop();
+    throw err;
+  });
   const bareGateway = new GatewayClient(bare.url);
   const echoUrl = new URL('/effects', echo.url);
   const gateway = new GatewayClient(system.gateway.url);
@@ -63,16 +66,34 @@ export async function openLatencyProbe(system: System, samples: number): Promise
 
   const direct = async (jobId: string) => {
     const body = Buffer.from(JSON.stringify({ jobId, qty: 1 }));
-    const res = await exchange({ method: 'POST', url: effects, body, headers: { 'fencing-token': '1' }, timeoutMs: 10_000, agent });
-    if (res.kind !== 'response' || res.status !== 201) throw new Error(`direct POST /effects: ${JSON.stringify(res).slice(0, 200)}`);
+    const res = await exchange({
+      method: 'POST',
+      url: effects,
+      body,
+      headers: { 'fencing-token': '1' },
+      timeoutMs: 10_000,
+      agent,
+    });
+    if (res.kind !== 'response' || res.status !== 201)
+      throw new Error(`direct POST /effects: ${JSON.stringify(res).slice(0, 200)}`);
   };
   const floor = async () => {
     const body = Buffer.from(JSON.stringify({ jobId: 'floor', qty: 1 }));
-    const res = await exchange({ method: 'POST', url: echoUrl, body, headers: { 'fencing-token': '1' }, timeoutMs: 10_000, agent });
-    if (res.kind !== 'response' || res.status !== 200) throw new Error(`bare node:http: ${JSON.stringify(res).slice(0, 200)}`);
+    const res = await exchange({
+      method: 'POST',
+      url: echoUrl,
+      body,
+      headers: { 'fencing-token': '1' },
+      timeoutMs: 10_000,
+      agent,
+    });
+    if (res.kind !== 'response' || res.status !== 200)
+      throw new Error(`bare node:http: ${JSON.stringify(res).slice(0, 200)}`);
   };
-  const viaGateway = (lease: Lease) => gateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
-  const viaBareGateway = (lease: Lease) => bareGateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
+  const viaGateway = (lease: Lease) =>
+    gateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
+  const viaBareGateway = (lease: Lease) =>
+    bareGateway.send({ jobId: lease.id, owner: OWNER, token: lease.token, qty: lease.qty });
 
   /** Leases for this round's sends, claimed in one transaction so setup stays cheap. */
   const claimLeases = async (count: number): Promise<Lease[]> => {
@@ -88,7 +109,8 @@ export async function openLatencyProbe(system: System, samples: number): Promise
   };
   const finishLeases = (leases: Lease[]) =>
     knex.transaction(async (trx) => {
-      for (const lease of leases) await finishIn(trx, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now());
+      for (const lease of leases)
+        await finishIn(trx, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now());
     });
 
   return {

@@ -48,7 +48,11 @@ export async function openLibraryFleetProbe(db: string, processes: number, label
   });
   return {
     prepare: (ctx) => queue.prepare(ctx, label),
-    slice: (ms) => counted(() => queue.commits(), () => fleet.run(ms)),
+    slice: (ms) =>
+      counted(
+        () => queue.commits(),
+        () => fleet.run(ms),
+      ),
     peaks: () => ({ 'library worker process': fleet.peakRssMiB() }),
     close: async () => {
       await fleet.stop();

@@ -17,7 +17,12 @@ export type Cycle = (loop: number) => Promise<boolean>;
 /** Stop a loop that only fails, rather than spin for the whole window. */
 const MAX_ERRORS_PER_LOOP = 20;
 
-export async function runLoops(concurrency: number, windowMs: number, cycle: Cycle, startAt = Date.now()): Promise<LoopResult> {
+export async function runLoops(
+  concurrency: number,
+  windowMs: number,
+  cycle: Cycle,
+  startAt = Date.now(),
+): Promise<LoopResult> {
   const wait = startAt - Date.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   const endAt = startAt + windowMs;

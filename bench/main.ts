@@ -5,7 +5,14 @@ import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { checkOptions, parseWholeNumber, usageErrors } from '../platform/flags.js';
 import { analyse } from './analysis.js';
-import { DEFAULT_BACKLOG, DEFAULT_SLICE_MS, DEFAULT_WORKERS, PRESETS, resolveOptions, type BenchFlags } from './options.js';
+import {
+  DEFAULT_BACKLOG,
+  DEFAULT_SLICE_MS,
+  DEFAULT_WORKERS,
+  PRESETS,
+  resolveOptions,
+  type BenchFlags,
+} from './options.js';
 import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
@@ -18,26 +25,57 @@ const program = new Command('npm run bench --')
     'Measure the queue, the queue over HTTP and the whole system against the raw SQLite write limit of the same disk, ' +
       'round after round, and print each as a ratio taken within the round.',
   )
-  .option('--quick', `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`)
-  .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
-  .addOption(new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(parseWholeNumber))
-  .addOption(new Option('--window-ms <ms>', `measured time per column and round (default ${full.windowMs}, --quick ${quick.windowMs})`).argParser(parseWholeNumber))
-  .addOption(
-    new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round').argParser(parseWholeNumber).default(DEFAULT_SLICE_MS),
+  .option(
+    '--quick',
+    `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`,
   )
-  .addOption(new Option('--samples <n>', `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`).argParser(parseWholeNumber))
-  .addOption(new Option('--backlog <n>', 'pending jobs at the start of each slice, on top of what the slice can consume').argParser(parseWholeNumber).default(DEFAULT_BACKLOG))
-  .addOption(new Option('--workers <n>', 'loops and processes of the concurrent columns').argParser(parseWholeNumber).default(DEFAULT_WORKERS))
-  .option('--dir <path>', 'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)')
+  .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
+  .addOption(
+    new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(parseWholeNumber),
+  )
+  .addOption(
+    new Option(
+      '--window-ms <ms>',
+      `measured time per column and round (default ${full.windowMs}, --quick ${quick.windowMs})`,
+    ).argParser(parseWholeNumber),
+  )
+  .addOption(
+    new Option('--slice-ms <ms>', 'columns take turns in slices of this length within a round')
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_SLICE_MS),
+  )
+  .addOption(
+    new Option(
+      '--samples <n>',
+      `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`,
+    ).argParser(parseWholeNumber),
+  )
+  .addOption(
+    new Option('--backlog <n>', 'pending jobs at the start of each slice, on top of what the slice can consume')
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_BACKLOG),
+  )
+  .addOption(
+    new Option('--workers <n>', 'loops and processes of the concurrent columns')
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_WORKERS),
+  )
+  .option(
+    '--dir <path>',
+    'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)',
+  )
   .option('--keep', 'keep the databases afterwards')
   .option(
     '--postgres <url>',
-    "also measure PostgreSQL at this URL: its own write limit, the queue library and end to end, each in a schema of its own, dropped afterwards",
+    'also measure PostgreSQL at this URL: its own write limit, the queue library and end to end, each in a schema of its own, dropped afterwards',
   )
   .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
   .option('--profile-only', 'only the breakdown of the library cycle, not the main table')
   .addOption(
-    new Option('--profile-rounds <n>', `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`).argParser(parseWholeNumber),
+    new Option(
+      '--profile-rounds <n>',
+      `rounds of the breakdown (default ${full.profile.rounds}, --quick ${quick.profile.rounds})`,
+    ).argParser(parseWholeNumber),
   )
   .option(
     '--cpu-prof-dir <dir>',
@@ -50,10 +88,10 @@ const program = new Command('npm run bench --')
       'Columns: the limit (BEGIN IMMEDIATE; UPDATE one row; COMMIT on the bare sqlite3 driver, rollback journal,',
       'synchronous=FULL), the queue library (store.claim + store.finish), the queue over HTTP (a `leasehold queue`',
       'child process and QueueClient), end to end (queue, receiver and gateway child processes, worker processes that',
-      'claim, send through the gateway and finish: the benchmark\'s own minimal worker, then `leasehold worker`).',
+      "claim, send through the gateway and finish: the benchmark's own minimal worker, then `leasehold worker`).",
       'tx/job counts durable commits from the SQLite file change counter. Each claim + finish costs two write',
       'transactions, so 0.5 of the limit is the one-transaction-per-step ceiling. The breakdown after the tables',
-      'times every statement of one library cycle inside the driver. The README\'s Benchmarks section explains each.',
+      "times every statement of one library cycle inside the driver. The README's Benchmarks section explains each.",
     ].join('\n'),
   );
 
@@ -65,7 +103,10 @@ if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);
 process.on('exit', killAll);
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
   process.once(signal, () => {
     progress(`${signal}: stopping; databases ${options.keep ? 'kept' : 'removed'} (${dir})`);
     killAll();
@@ -88,9 +129,14 @@ try {
   const profile = options.profile ? await runProfile(dir, options.profile, progress) : null;
   const profileSummary = profile ? summarizeProfile(profile) : null;
   if (options.json) {
-    process.stdout.write(`${renderJson(run, analysis, { profile: profileSummary, profileRounds: profile?.rounds ?? null })}\n`);
+    process.stdout.write(
+      `${renderJson(run, analysis, { profile: profileSummary, profileRounds: profile?.rounds ?? null })}\n`,
+    );
   } else {
-    const sections = [run && analysis ? renderText(run, analysis) : null, profile && profileSummary ? renderProfile(profile, profileSummary) : null];
+    const sections = [
+      run && analysis ? renderText(run, analysis) : null,
+      profile && profileSummary ? renderProfile(profile, profileSummary) : null,
+    ];
     process.stdout.write(`${sections.filter((s) => s !== null).join('\n\n')}\n`);
   }
 } finally {

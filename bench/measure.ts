@@ -87,7 +87,11 @@ export async function interleave(probes: Probe[], ctx: RoundContext, sliceMs: nu
 }
 
 /** Runs `run` between two readings of a commit counter. */
-export async function counted(commits: () => Promise<number | null>, run: () => Promise<LoopResult>, statements: () => number | null = () => null): Promise<SliceResult> {
+export async function counted(
+  commits: () => Promise<number | null>,
+  run: () => Promise<LoopResult>,
+  statements: () => number | null = () => null,
+): Promise<SliceResult> {
   const before = await commits();
   const result = await run();
   return { ...result, commits: delta(before, await commits()), statements: statements() };

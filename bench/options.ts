@@ -49,7 +49,12 @@ export interface BenchOptions {
 }
 
 export const PRESETS = {
-  full: { rounds: 10, windowMs: 1_500, samples: 150, profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] } },
+  full: {
+    rounds: 10,
+    windowMs: 1_500,
+    samples: 150,
+    profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] },
+  },
   quick: { rounds: 5, windowMs: 300, samples: 40, profile: { rounds: 2, windowMs: 400, backlogSizes: [100, 10_000] } },
 } as const;
 
@@ -74,8 +79,10 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   if (samples < 10) throw new RangeError(`--samples must be at least 10 (a p99 needs them), got ${samples}.`);
   if (backlog < 0) throw new RangeError(`--backlog must be 0 or more, got ${backlog}.`);
   if (workers < 2) throw new RangeError(`--workers must be at least 2, got ${workers}.`);
-  if (flags.profile === false && flags.profileOnly) throw new RangeError('--profile-only and --no-profile contradict each other.');
-  if (flags.profileRounds !== undefined && flags.profileRounds < 1) throw new RangeError('--profile-rounds must be at least 1.');
+  if (flags.profile === false && flags.profileOnly)
+    throw new RangeError('--profile-only and --no-profile contradict each other.');
+  if (flags.profileRounds !== undefined && flags.profileRounds < 1)
+    throw new RangeError('--profile-rounds must be at least 1.');
   if (flags.postgres !== undefined && !/^postgres(ql)?:\/\//.test(flags.postgres)) {
     throw new RangeError(`--postgres must be a postgres:// URL, got "${flags.postgres}".`);
   }
@@ -111,6 +118,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
 /** The system temp folder when it sits on the repository's device, else `.bench/` in the repository. */
 function sameDeviceDir(): { dir: string; reason: string } {
   const tmp = tmpdir();
-  if (statSync(tmp).dev === statSync(REPO_ROOT).dev) return { dir: tmp, reason: 'temp folder, same device as the repository' };
+  if (statSync(tmp).dev === statSync(REPO_ROOT).dev)
+    return { dir: tmp, reason: 'temp folder, same device as the repository' };
   return { dir: join(REPO_ROOT, '.bench'), reason: 'temp folder is on another device than the repository' };
 }

@@ -38,16 +38,35 @@ export interface ServiceLogs {
  * Starts `leasehold <command> --port 0 ...args` and waits for its "listening on" line. Logging
  * is silenced unless `logs` says where it goes.
  */
-export function startService(name: string, command: string, args: string[], logs?: ServiceLogs, timeoutMs = 20_000): Promise<ChildService> {
+export function startService(
+  name: string,
+  command: string,
+  args: string[],
+  logs?: ServiceLogs,
+  timeoutMs = 20_000,
+): Promise<ChildService> {
   const argv = ['--port', '0', '--log-level', logs?.level ?? 'silent', ...args];
-  return listening(name, spawnCli(CLI_PATH, command, argv, childOptions(`${name} (leasehold ${command})`, logs?.file)), timeoutMs);
+  return listening(
+    name,
+    spawnCli(CLI_PATH, command, argv, childOptions(`${name} (leasehold ${command})`, logs?.file)),
+    timeoutMs,
+  );
 }
 
 const BARE_FRONT_PATH = fileURLToPath(new URL('./bare-front.js', import.meta.url));
 
 /** Starts a reference server of `bare-front.ts` (`queue` or `gateway`) the same way. */
-export function startBareFront(name: string, kind: 'queue' | 'gateway', args: string[], timeoutMs = 20_000): Promise<ChildService> {
-  return listening(name, spawnNode([BARE_FRONT_PATH, kind, ...args], childOptions(`${name} (bare ${kind} front)`)), timeoutMs);
+export function startBareFront(
+  name: string,
+  kind: 'queue' | 'gateway',
+  args: string[],
+  timeoutMs = 20_000,
+): Promise<ChildService> {
+  return listening(
+    name,
+    spawnNode([BARE_FRONT_PATH, kind, ...args], childOptions(`${name} (bare ${kind} front)`)),
+    timeoutMs,
+  );
 }
 
 /** Node flags for the services and reference fronts: empty, or a CPU profile each. */

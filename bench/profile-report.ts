@@ -69,7 +69,9 @@ export function renderProfile(profile: ProfileRecord, summary: ProfileSummary): 
       summary.variants.map((v) => [
         `${v.id}: ${v.label}`,
         fmt(v.perSec?.median, 0),
-        v.ratioToLimit ? `${fmt(v.ratioToLimit.median, 2)} [${fmt(v.ratioToLimit.min, 2)}..${fmt(v.ratioToLimit.max, 2)}]` : '-',
+        v.ratioToLimit
+          ? `${fmt(v.ratioToLimit.median, 2)} [${fmt(v.ratioToLimit.min, 2)}..${fmt(v.ratioToLimit.max, 2)}]`
+          : '-',
         fmt(v.txPerJob, 2),
         fmt(v.statementsPerCycle, 1),
         fmt(v.wallMsPerCycle, 3),
@@ -87,7 +89,10 @@ export function renderProfile(profile: ProfileRecord, summary: ProfileSummary): 
     'Claim step alone (quarantine UPDATE + claim UPDATE, no commit), ms per claim, by pending jobs:',
     table(
       ['pending jobs', ...schemas],
-      pendings.map((p) => [String(p), ...schemas.map((s) => fmt(summary.claimCost.find((c) => c.pending === p && c.schema === s)?.msPerClaim, 3))]),
+      pendings.map((p) => [
+        String(p),
+        ...schemas.map((s) => fmt(summary.claimCost.find((c) => c.pending === p && c.schema === s)?.msPerClaim, 3)),
+      ]),
     ),
   ].join('\n');
 }

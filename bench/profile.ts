@@ -6,7 +6,17 @@ import { claimIn } from '../queue/knex-store.js';
 import { sqliteDialect } from '../queue/sqlite-store.js';
 import { systemClock } from '../queue/types.js';
 import { openBare } from './bare-sqlite.js';
-import { SHIPPED, WITH_STATUS_INDEX, bareVariant, breakdownOf, preparedExecutor, storeVariant, type Breakdown, type CycleVariant, type Schema } from './cycle-variants.js';
+import {
+  SHIPPED,
+  WITH_STATUS_INDEX,
+  bareVariant,
+  breakdownOf,
+  preparedExecutor,
+  storeVariant,
+  type Breakdown,
+  type CycleVariant,
+  type Schema,
+} from './cycle-variants.js';
 import { LIMIT_TABLE, LIMIT_UPDATE } from './limit.js';
 import { perSecond, runLoops } from './loops.js';
 import { QueueDb, interleave, type RoundContext, type Throughput } from './measure.js';
@@ -72,9 +82,35 @@ async function limitVariant(db: string): Promise<CycleVariant> {
 async function openVariants(dir: string): Promise<CycleVariant[]> {
   const specs: [string, () => Promise<CycleVariant>][] = [
     ['limit', () => limitVariant(join(dir, 'profile-limit.sqlite'))],
-    ['store', () => storeVariant(join(dir, 'profile-store.sqlite'), 'store', 'store as shipped (statements prepared once, writes straight on the connection)')],
-    ['bare-prep', () => bareVariant(join(dir, 'profile-bare-prep.sqlite'), 'bare-prep', "store's SQL on the bare driver, prepared once", true)],
-    ['bare', () => bareVariant(join(dir, 'profile-bare.sqlite'), 'bare', "store's SQL on the bare driver, prepared on every call", false)],
+    [
+      'store',
+      () =>
+        storeVariant(
+          join(dir, 'profile-store.sqlite'),
+          'store',
+          'store as shipped (statements prepared once, writes straight on the connection)',
+        ),
+    ],
+    [
+      'bare-prep',
+      () =>
+        bareVariant(
+          join(dir, 'profile-bare-prep.sqlite'),
+          'bare-prep',
+          "store's SQL on the bare driver, prepared once",
+          true,
+        ),
+    ],
+    [
+      'bare',
+      () =>
+        bareVariant(
+          join(dir, 'profile-bare.sqlite'),
+          'bare',
+          "store's SQL on the bare driver, prepared on every call",
+          false,
+        ),
+    ],
   ];
   const opened: CycleVariant[] = [];
   try {
@@ -86,7 +122,11 @@ async function openVariants(dir: string): Promise<CycleVariant[]> {
   return opened;
 }
 
-export async function runProfile(dir: string, options: ProfileOptions, progress: (line: string) => void): Promise<ProfileRecord> {
+export async function runProfile(
+  dir: string,
+  options: ProfileOptions,
+  progress: (line: string) => void,
+): Promise<ProfileRecord> {
   const variants = await openVariants(dir);
   try {
     const rounds: Record<string, VariantRound>[] = [];
@@ -99,11 +139,23 @@ export async function runProfile(dir: string, options: ProfileOptions, progress:
       const record: Record<string, VariantRound> = {};
       variants.forEach((v, i) => (record[v.id] = { throughput: results[i]!, breakdown: v.breakdown() }));
       rounds.push(record);
-      progress(`profile round ${round}/${options.rounds}: ${variants.map((v) => `${v.id} ${record[v.id]!.throughput.perSec.toFixed(0)}`).join(', ')}`);
+      progress(
+        `profile round ${round}/${options.rounds}: ${variants.map((v) => `${v.id} ${record[v.id]!.throughput.perSec.toFixed(0)}`).join(', ')}`,
+      );
     }
     const claimCost = [];
-    for (const [name, schema] of [['shipped', SHIPPED], ['with the status index 002 dropped', WITH_STATUS_INDEX]] as const) {
-      claimCost.push(...(await claimCostByBacklog(join(dir, `profile-backlog-${schema.changes.length}.sqlite`), schema, name, options.backlogSizes)));
+    for (const [name, schema] of [
+      ['shipped', SHIPPED],
+      ['with the status index 002 dropped', WITH_STATUS_INDEX],
+    ] as const) {
+      claimCost.push(
+        ...(await claimCostByBacklog(
+          join(dir, `profile-backlog-${schema.changes.length}.sqlite`),
+          schema,
+          name,
+          options.backlogSizes,
+        )),
+      );
     }
     return { options, variants: variants.map(({ id, label }) => ({ id, label })), rounds, claimCost };
   } finally {

@@ -16,7 +16,10 @@ function range(s: Summary | null, digits: number): string {
 export function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
@@ -50,7 +53,10 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
     `node ${env.node}, SQLite ${env.sqlite}, ${env.cpus} x ${env.cpuModel}; took ${(run.durationMs / 1000).toFixed(1)} s`,
     '',
     'Throughput (median [min..max] over rounds; ratios taken within each round, then summarised):',
-    table(['column', 'median', 'min', 'max', 'unit', 'tx/job', 'stmt/job', 'ratio median [min..max]', 'basis'], analysis.columns.map(columnRow)),
+    table(
+      ['column', 'median', 'min', 'max', 'unit', 'tx/job', 'stmt/job', 'ratio median [min..max]', 'basis'],
+      analysis.columns.map(columnRow),
+    ),
     '',
     table(
       ['read as time per step (median [min..max] over rounds)', 'value', 'unit'],
@@ -65,9 +71,17 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
         ['POST /effects straight to the receiver', range(lat.directP50Ms, 2), range(lat.directP99Ms, 2)],
         ['ratio gateway / direct', range(lat.ratioP50, 2), range(lat.ratioP99, 2)],
         ['gateway minus direct', range(lat.overheadP50Ms, 2), ''],
-        ['reference: the same verify and forward behind bare node:http', range(lat.bareGatewayP50Ms, 2), range(lat.bareGatewayP99Ms, 2)],
+        [
+          'reference: the same verify and forward behind bare node:http',
+          range(lat.bareGatewayP50Ms, 2),
+          range(lat.bareGatewayP99Ms, 2),
+        ],
         ['ratio bare gateway / direct', range(lat.bareRatioP50, 2), ''],
-        ["the gateway's lease check alone: POST /jobs/:id/verify", range(lat.verifyP50Ms, 2), range(lat.verifyP99Ms, 2)],
+        [
+          "the gateway's lease check alone: POST /jobs/:id/verify",
+          range(lat.verifyP50Ms, 2),
+          range(lat.verifyP99Ms, 2),
+        ],
         ['floor: a bare node:http server, same client', range(lat.floorP50Ms, 2), range(lat.floorP99Ms, 2)],
       ],
     ),

@@ -55,17 +55,49 @@ function asColumn(limit: LimitProbe): ThroughputProbe {
 function columnSpecs(options: BenchOptions): ColumnSpec[] {
   const n = options.workers;
   const specs: ColumnSpec[] = [
-    { id: 'limit', label: 'limit: bare sqlite3 write transactions', open: async (r) => asColumn(await openBareLimit(join(r.dir, 'limit.sqlite'))) },
-    { id: 'limitKnex', label: 'the same transaction through knex', open: async (r) => asColumn(await openKnexLimit(join(r.dir, 'limit-knex.sqlite'))) },
-    { id: 'library1', label: 'queue library, 1 worker', open: (r) => openLibraryProbe(join(r.dir, 'library1.sqlite'), 1, 'lib1') },
-    { id: 'libraryN', label: `queue library, ${n} loops in 1 process`, open: (r) => openLibraryProbe(join(r.dir, 'libraryN.sqlite'), n, 'libN') },
-    { id: 'libraryNp', label: `queue library, ${n} processes`, open: (r) => openLibraryFleetProbe(join(r.dir, 'libraryNp.sqlite'), n, 'libNp') },
-    { id: 'http1', label: 'queue over HTTP, 1 worker', open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1') },
-    { id: 'httpN', label: `queue over HTTP, ${n} loops`, open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN') },
+    {
+      id: 'limit',
+      label: 'limit: bare sqlite3 write transactions',
+      open: async (r) => asColumn(await openBareLimit(join(r.dir, 'limit.sqlite'))),
+    },
+    {
+      id: 'limitKnex',
+      label: 'the same transaction through knex',
+      open: async (r) => asColumn(await openKnexLimit(join(r.dir, 'limit-knex.sqlite'))),
+    },
+    {
+      id: 'library1',
+      label: 'queue library, 1 worker',
+      open: (r) => openLibraryProbe(join(r.dir, 'library1.sqlite'), 1, 'lib1'),
+    },
+    {
+      id: 'libraryN',
+      label: `queue library, ${n} loops in 1 process`,
+      open: (r) => openLibraryProbe(join(r.dir, 'libraryN.sqlite'), n, 'libN'),
+    },
+    {
+      id: 'libraryNp',
+      label: `queue library, ${n} processes`,
+      open: (r) => openLibraryFleetProbe(join(r.dir, 'libraryNp.sqlite'), n, 'libNp'),
+    },
+    {
+      id: 'http1',
+      label: 'queue over HTTP, 1 worker',
+      open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1'),
+    },
+    {
+      id: 'httpN',
+      label: `queue over HTTP, ${n} loops`,
+      open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN'),
+    },
     {
       id: 'http1Logged',
       label: 'queue over HTTP, 1 worker, logging at info to a file',
-      open: (r) => openHttpProbe(join(r.dir, 'http1Logged.sqlite'), 1, 'http1log', 'service', { level: 'info', file: join(r.dir, 'queue-info.log') }),
+      open: (r) =>
+        openHttpProbe(join(r.dir, 'http1Logged.sqlite'), 1, 'http1log', 'service', {
+          level: 'info',
+          file: join(r.dir, 'queue-info.log'),
+        }),
     },
     {
       id: 'bareHttp1',
@@ -77,7 +109,11 @@ function columnSpecs(options: BenchOptions): ColumnSpec[] {
       label: `reference: the store behind bare node:http, ${n} loops`,
       open: (r) => openHttpProbe(join(r.dir, 'bareHttpN.sqlite'), n, 'bareN', 'bare'),
     },
-    { id: 'e2e', label: `end to end, ${n} worker processes`, open: async (r) => openEndToEndProbe(await r.system(), n, 'e2e') },
+    {
+      id: 'e2e',
+      label: `end to end, ${n} worker processes`,
+      open: async (r) => openEndToEndProbe(await r.system(), n, 'e2e'),
+    },
     {
       id: 'e2eWorker',
       label: `end to end, ${n} \`leasehold worker\` processes`,
@@ -87,10 +123,26 @@ function columnSpecs(options: BenchOptions): ColumnSpec[] {
   if (options.postgres) {
     const pg = (r: Resources) => r.pg!;
     specs.push(
-      { id: 'pgLimit', label: 'PostgreSQL limit: bare pg write transactions', open: async (r) => asColumn(await openPostgresLimit(pg(r).schemas.urlFor('limit'))) },
-      { id: 'pgLibrary1', label: 'PostgreSQL: queue library, 1 worker', open: (r) => openLibraryProbe(pg(r).schemas.urlFor('lib1'), 1, 'pg1') },
-      { id: 'pgLibraryN', label: `PostgreSQL: queue library, ${n} loops in 1 process`, open: (r) => openLibraryProbe(pg(r).schemas.urlFor('libn'), n, 'pgN') },
-      { id: 'pgE2e', label: `PostgreSQL: end to end, ${n} worker processes`, open: async (r) => openEndToEndProbe(await pg(r).system(), n, 'pgE2e') },
+      {
+        id: 'pgLimit',
+        label: 'PostgreSQL limit: bare pg write transactions',
+        open: async (r) => asColumn(await openPostgresLimit(pg(r).schemas.urlFor('limit'))),
+      },
+      {
+        id: 'pgLibrary1',
+        label: 'PostgreSQL: queue library, 1 worker',
+        open: (r) => openLibraryProbe(pg(r).schemas.urlFor('lib1'), 1, 'pg1'),
+      },
+      {
+        id: 'pgLibraryN',
+        label: `PostgreSQL: queue library, ${n} loops in 1 process`,
+        open: (r) => openLibraryProbe(pg(r).schemas.urlFor('libn'), n, 'pgN'),
+      },
+      {
+        id: 'pgE2e',
+        label: `PostgreSQL: end to end, ${n} worker processes`,
+        open: async (r) => openEndToEndProbe(await pg(r).system(), n, 'pgE2e'),
+      },
     );
   }
   return specs;
@@ -115,7 +167,11 @@ export function cleanUpInterruptedRun(): Promise<void> {
   return undoOnInterrupt?.() ?? Promise.resolve();
 }
 
-export async function runBench(options: BenchOptions, dir: string, progress: (line: string) => void): Promise<RunRecord> {
+export async function runBench(
+  options: BenchOptions,
+  dir: string,
+  progress: (line: string) => void,
+): Promise<RunRecord> {
   const started = Date.now();
   const closers: (() => Promise<void> | void)[] = [];
   const schemas = options.postgres ? new PostgresSchemas(options.postgres) : null;
@@ -125,7 +181,10 @@ export async function runBench(options: BenchOptions, dir: string, progress: (li
   }
   const resources: Resources = {
     dir,
-    system: once(() => System.start(dir), (s) => closers.push(() => s.stop())),
+    system: once(
+      () => System.start(dir),
+      (s) => closers.push(() => s.stop()),
+    ),
     pg: schemas && {
       schemas,
       system: once(

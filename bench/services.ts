@@ -111,10 +111,18 @@ export class System {
 
 /** `workers` processes, each claiming, sending through the gateway and finishing, one at a time. */
 export async function openEndToEndProbe(system: System, workers: number, label: string): Promise<ThroughputProbe> {
-  const fleet = await Fleet.start(workers, label, { mode: 'e2e', queueUrl: system.queue.url, gatewayUrl: system.gateway.url });
+  const fleet = await Fleet.start(workers, label, {
+    mode: 'e2e',
+    queueUrl: system.queue.url,
+    gatewayUrl: system.gateway.url,
+  });
   return {
     prepare: (ctx) => system.queueDb.prepare(ctx, label),
-    slice: (ms) => counted(() => system.commits(), () => fleet.run(ms)),
+    slice: (ms) =>
+      counted(
+        () => system.commits(),
+        () => fleet.run(ms),
+      ),
     peaks: () => ({ ...system.peaks(), 'e2e worker process': fleet.peakRssMiB() }),
     close: () => fleet.stop(),
   };

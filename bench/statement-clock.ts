@@ -10,7 +10,12 @@ export interface KindTotal {
 export function kindOf(sql: string, previous: string): string {
   const s = sql.trim().toUpperCase();
   if (s.startsWith('BEGIN')) return 'BEGIN IMMEDIATE';
-  if (s.startsWith('COMMIT')) return previous.startsWith('claim') ? 'COMMIT (claim)' : previous.startsWith('finish') ? 'COMMIT (finish)' : 'COMMIT';
+  if (s.startsWith('COMMIT'))
+    return previous.startsWith('claim')
+      ? 'COMMIT (claim)'
+      : previous.startsWith('finish')
+        ? 'COMMIT (finish)'
+        : 'COMMIT';
   if (s.startsWith('ROLLBACK')) return 'ROLLBACK';
   if (s.includes("SET STATUS = 'DEAD'")) return 'quarantine UPDATE';
   if (s.includes("SET STATUS = 'LEASED'")) return 'claim UPDATE ... RETURNING';

@@ -25,7 +25,18 @@ export async function openWorkerCliProbe(system: System, workers: number, label:
     const child = track(
       spawn(
         process.execPath,
-        [CLI_PATH, 'worker', '--queue', system.queue.url, '--gateway', system.gateway.url, '--name', `${label}-${i + 1}`, '--poll-ms', '20'],
+        [
+          CLI_PATH,
+          'worker',
+          '--queue',
+          system.queue.url,
+          '--gateway',
+          system.gateway.url,
+          '--name',
+          `${label}-${i + 1}`,
+          '--poll-ms',
+          '20',
+        ],
         { stdio: ['ignore', 'pipe', 'ignore'] },
       ),
     );
@@ -41,7 +52,8 @@ export async function openWorkerCliProbe(system: System, workers: number, label:
         }
         if (line.event === 'started') resolve();
         else if (line.event === 'finished') finished.push(line.t ?? Date.now());
-        else if (TROUBLE.has(line.event ?? '')) troubles.push({ t: line.t ?? Date.now(), what: `${line.event}: ${line.error ?? ''}` });
+        else if (TROUBLE.has(line.event ?? ''))
+          troubles.push({ t: line.t ?? Date.now(), what: `${line.event}: ${line.error ?? ''}` });
       });
     });
   });

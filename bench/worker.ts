@@ -53,7 +53,9 @@ function reply(message: FromWorker): void {
 process.on('disconnect', () => process.exit(0));
 
 process.on('message', (message: ToWorker) => {
-  void handle(message).catch((err: unknown) => reply({ type: 'failed', message: err instanceof Error ? err.message : String(err) }));
+  void handle(message).catch((err: unknown) =>
+    reply({ type: 'failed', message: err instanceof Error ? err.message : String(err) }),
+  );
 });
 
 async function handle(message: ToWorker): Promise<void> {

@@ -41,16 +41,26 @@ export class Director {
         }
       }
       const kill = scenario.kill;
-      if (kill && !kill.recoveredBy && e.job === kill.job && e.worker !== kill.worker) kill.recoveredBy = { worker: e.worker, token: e.token };
+      if (kill && !kill.recoveredBy && e.job === kill.job && e.worker !== kill.worker)
+        kill.recoveredBy = { worker: e.worker, token: e.token };
       // The victim: the first other worker to take a fresh job once the first freeze is over.
       if (!kill && scenario.staleSend?.resumedAt !== undefined && e.worker !== deps.frozen && e.attempt === 1) {
         void deps.worker(e.worker)!.kill();
         scenario.kill = { worker: e.worker, job: e.job, token: e.token, killedAt: deps.now() };
-        deps.note(`KILL ${e.worker} (SIGKILL) mid-job: it holds ${e.job} with token ${e.token}; nobody will finish it until its lease ends`);
+        deps.note(
+          `KILL ${e.worker} (SIGKILL) mid-job: it holds ${e.job} with token ${e.token}; nobody will finish it until its lease ends`,
+        );
       }
     }
     for (const freeze of [scenario.staleSend, scenario.staleFinish]) {
-      if (!freeze || freeze.resumedAt === undefined || !('job' in e) || e.job !== freeze.job || e.worker !== freeze.worker) continue;
+      if (
+        !freeze ||
+        freeze.resumedAt === undefined ||
+        !('job' in e) ||
+        e.job !== freeze.job ||
+        e.worker !== freeze.worker
+      )
+        continue;
       if (e.event === 'refused' && e.op === freeze.before && !freeze.refusal) {
         freeze.refusal = { op: e.op, status: e.status, code: e.code, ...(e.reason ? { reason: e.reason } : {}) };
       }
@@ -69,9 +79,17 @@ export class Director {
     const slot = e.before === 'send' ? 'staleSend' : 'staleFinish';
     if (this.scenario[slot]) return;
     this.deps.worker(e.worker)!.signal('SIGSTOP');
-    const freeze: Freeze = { worker: e.worker, job: e.job, token: e.token, before: e.before, frozenAt: this.deps.now() };
+    const freeze: Freeze = {
+      worker: e.worker,
+      job: e.job,
+      token: e.token,
+      before: e.before,
+      frozenAt: this.deps.now(),
+    };
     this.scenario[slot] = freeze;
-    this.deps.note(`FREEZE ${e.worker} (SIGSTOP) inside that stall: it holds ${e.job} with token ${e.token}, its lease will run out`);
+    this.deps.note(
+      `FREEZE ${e.worker} (SIGSTOP) inside that stall: it holds ${e.job} with token ${e.token}, its lease will run out`,
+    );
     this.guard(freeze);
   }
 

@@ -25,17 +25,37 @@ export function demoCommand(): Command {
     .description(
       'Run the whole system as separate processes — queue, gateway, receiver and workers — freeze one worker while it holds a lease and kill another mid-job, print the timeline, then check that every job took effect exactly once.',
     )
-    .addOption(new Option('--jobs <n>', 'how many jobs (at least 6)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.jobs))
-    .addOption(new Option('--workers <n>', 'how many worker processes (at least 3: one frozen, one killed, one carrying on)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.workers))
-    .addOption(new Option('--lease-ms <ms>', 'the lease each worker asks for (600 to 60000)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.leaseMs))
-    .addOption(new Option('--work-ms <ms>', 'simulated work per job').argParser(parseWholeNumber).default(DEMO_DEFAULTS.workMs))
-    .addOption(new Option('--seed <n>', "seed of the jobs' quantities: the same seed gives the same jobs").argParser(parseWholeNumber).default(DEMO_DEFAULTS.seed))
-    .option('--keep', 'keep the temp dir (SQLite files, service logs, timeline.txt, events.jsonl) even when the run passes', false)
+    .addOption(
+      new Option('--jobs <n>', 'how many jobs (at least 6)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.jobs),
+    )
+    .addOption(
+      new Option('--workers <n>', 'how many worker processes (at least 3: one frozen, one killed, one carrying on)')
+        .argParser(parseWholeNumber)
+        .default(DEMO_DEFAULTS.workers),
+    )
+    .addOption(
+      new Option('--lease-ms <ms>', 'the lease each worker asks for (600 to 60000)')
+        .argParser(parseWholeNumber)
+        .default(DEMO_DEFAULTS.leaseMs),
+    )
+    .addOption(
+      new Option('--work-ms <ms>', 'simulated work per job').argParser(parseWholeNumber).default(DEMO_DEFAULTS.workMs),
+    )
+    .addOption(
+      new Option('--seed <n>', "seed of the jobs' quantities: the same seed gives the same jobs")
+        .argParser(parseWholeNumber)
+        .default(DEMO_DEFAULTS.seed),
+    )
+    .option(
+      '--keep',
+      'keep the temp dir (SQLite files, service logs, timeline.txt, events.jsonl) even when the run passes',
+      false,
+    )
     .addHelpText(
       'after',
       [
         '',
-        'Exit code 0 only when every job is done, each exactly once in effect, the receiver\'s total equals the sum of',
+        "Exit code 0 only when every job is done, each exactly once in effect, the receiver's total equals the sum of",
         "the jobs' quantities, the frozen worker's stale send and stale finish were refused (409 stale_lease) and the",
         "killed worker's job was done by another worker. Otherwise 1, with the reasons; the temp dir is then kept.",
         'Ctrl-C stops every process it started.',
@@ -72,7 +92,12 @@ export function demoCommand(): Command {
 
 export function verdictText(result: DemoResult): string[] {
   const seconds = (result.durationMs / 1000).toFixed(1);
-  const lines = ['', "verdict (from the queue's /stats and /jobs, the receiver's /totals, /effects and /journal):", ...formatChecks(result.checks), ''];
+  const lines = [
+    '',
+    "verdict (from the queue's /stats and /jobs, the receiver's /totals, /effects and /journal):",
+    ...formatChecks(result.checks),
+    '',
+  ];
   if (result.ok) {
     const total = result.final!.totals.qty;
     lines.push(
@@ -104,7 +129,10 @@ export function startCommand(): Command {
     .option('--host <host>', 'address the three bind to', '127.0.0.1')
     .option('--data <dir>', 'folder for queue.sqlite and receiver.sqlite (created if missing)', './data')
     .addOption(logLevelOption("the services' log level (JSON lines on stderr)"))
-    .addHelpText('after', '\nLEASEHOLD_SECRET, when set, is passed on: the gateway signs what it forwards and the receiver checks it.')
+    .addHelpText(
+      'after',
+      '\nLEASEHOLD_SECRET, when set, is passed on: the gateway signs what it forwards and the receiver checks it.',
+    )
     .action(async (flags: StartFlags) => {
       let running;
       try {

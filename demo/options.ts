@@ -2,7 +2,14 @@
 // only the resolved shape.
 import type { TimelineEntry } from './timeline.js';
 
-export const DEMO_DEFAULTS = { jobs: 12, workers: 3, leaseMs: 1_500, workMs: 300, seed: 42, timeoutMs: 90_000 } as const;
+export const DEMO_DEFAULTS = {
+  jobs: 12,
+  workers: 3,
+  leaseMs: 1_500,
+  workMs: 300,
+  seed: 42,
+  timeoutMs: 90_000,
+} as const;
 
 export interface DemoOptions {
   /** `dist/cli/leasehold.js`: every process is `node <cliPath> <command>`. */
@@ -22,7 +29,8 @@ export interface DemoOptions {
   timeoutMs?: number;
 }
 
-export type ResolvedDemoOptions = Required<Omit<DemoOptions, 'onEntry' | 'signal'>> & Pick<DemoOptions, 'onEntry' | 'signal'>;
+export type ResolvedDemoOptions = Required<Omit<DemoOptions, 'onEntry' | 'signal'>> &
+  Pick<DemoOptions, 'onEntry' | 'signal'>;
 
 export function resolveDemoOptions(options: DemoOptions): ResolvedDemoOptions {
   const int = (what: string, value: number, min: number, max: number) => {
@@ -46,4 +54,3 @@ export function resolveDemoOptions(options: DemoOptions): ResolvedDemoOptions {
     signal: options.signal,
   };
 }
-

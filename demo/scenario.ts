@@ -79,22 +79,30 @@ class DemoRun {
 
   async execute(): Promise<void> {
     const { options } = this;
-    this.note('demo', `${options.jobs} jobs, ${options.workers} workers, lease ${options.leaseMs} ms, work ${options.workMs} ms per job, seed ${options.seed}; files in ${this.dir}`);
-    const started = await this.abortable(startServiceProcesses({
-      cliPath: options.cliPath,
-      group: this.group,
-      host: '127.0.0.1',
-      ports: { queue: 0, gateway: 0, receiver: 0 },
-      db: { queue: join(this.dir, 'queue.sqlite'), receiver: join(this.dir, 'receiver.sqlite') },
-      logLevel: 'info',
-      stderr: (name) => ({ file: join(this.dir, `${name}.log`) }),
-      secret: randomBytes(16).toString('hex'),
-      onReady: (name, url, child) => this.note(name, `listening on ${url} (pid ${child.pid})`),
-    }));
+    this.note(
+      'demo',
+      `${options.jobs} jobs, ${options.workers} workers, lease ${options.leaseMs} ms, work ${options.workMs} ms per job, seed ${options.seed}; files in ${this.dir}`,
+    );
+    const started = await this.abortable(
+      startServiceProcesses({
+        cliPath: options.cliPath,
+        group: this.group,
+        host: '127.0.0.1',
+        ports: { queue: 0, gateway: 0, receiver: 0 },
+        db: { queue: join(this.dir, 'queue.sqlite'), receiver: join(this.dir, 'receiver.sqlite') },
+        logLevel: 'info',
+        stderr: (name) => ({ file: join(this.dir, `${name}.log`) }),
+        secret: randomBytes(16).toString('hex'),
+        onReady: (name, url, child) => this.note(name, `listening on ${url} (pid ${child.pid})`),
+      }),
+    );
     this.urls = started.urls;
     this.services = started.children;
     this.queue = new QueueClient(started.urls.queue);
-    this.note('demo', 'the gateway signs every effect it forwards and the receiver checks the signature (a fresh shared secret)');
+    this.note(
+      'demo',
+      'the gateway signs every effect it forwards and the receiver checks the signature (a fresh shared secret)',
+    );
 
     const half = Math.floor(this.jobs.length / 2);
     await this.abortable(this.enqueue(this.jobs.slice(0, half)));
@@ -138,7 +146,9 @@ class DemoRun {
       scenario,
       final: this.final,
       checks,
-      processes: await Promise.all(this.group.all.map(async (c) => ({ name: c.name, pid: c.pid, exit: await c.exited }))),
+      processes: await Promise.all(
+        this.group.all.map(async (c) => ({ name: c.name, pid: c.pid, exit: await c.exited })),
+      ),
     };
   }
 
@@ -161,17 +171,34 @@ class DemoRun {
     this.queue?.close();
     await this.group.dispose(5_000);
     if (this.failure === undefined && this.services) {
-      for (const child of Object.values(this.services)) this.note(child.name, `stopped (${describeExit(await child.exited)})`);
+      for (const child of Object.values(this.services))
+        this.note(child.name, `stopped (${describeExit(await child.exited)})`);
     }
   }
 
   private spawnWorker(name: string): void {
     const { options, urls } = this;
     const args = ['worker', '--queue', urls!.queue, '--gateway', urls!.gateway, '--name', name];
-    args.push('--lease-ms', String(options.leaseMs), '--poll-ms', '100', '--work-ms', String(options.workMs), '--drain-ms', '2000');
+    args.push(
+      '--lease-ms',
+      String(options.leaseMs),
+      '--poll-ms',
+      '100',
+      '--work-ms',
+      String(options.workMs),
+      '--drain-ms',
+      '2000',
+    );
     if (name === FROZEN) {
       // Its first job stalls between the lease check and the send; its second, before the finish.
-      args.push('--stall-before-send', '1', '--stall-before-finish', '2', '--stall-ms', String(Math.floor(options.leaseMs / 2)));
+      args.push(
+        '--stall-before-send',
+        '1',
+        '--stall-before-finish',
+        '2',
+        '--stall-ms',
+        String(Math.floor(options.leaseMs / 2)),
+      );
     }
     const child = this.group.spawn({
       name,
@@ -215,7 +242,9 @@ class DemoRun {
       const allDone = stats.done + stats.dead === this.jobs.length;
       if (allDone && this.director.settled(allDone)) return;
       if (Date.now() > deadline) {
-        throw new Error(`timed out after ${this.options.timeoutMs} ms with ${stats.done} of ${this.jobs.length} jobs done (${JSON.stringify(stats)})`);
+        throw new Error(
+          `timed out after ${this.options.timeoutMs} ms with ${stats.done} of ${this.jobs.length} jobs done (${JSON.stringify(stats)})`,
+        );
       }
       await sleep(100, undefined, this.options.signal ? { signal: this.options.signal } : {}).catch(() => {});
     }

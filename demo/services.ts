@@ -32,12 +32,20 @@ export interface StartServicesOptions {
   readyTimeoutMs?: number;
 }
 
-export async function startServiceProcesses(options: StartServicesOptions): Promise<{ urls: ServiceUrls; children: ServiceChildren }> {
+export async function startServiceProcesses(
+  options: StartServicesOptions,
+): Promise<{ urls: ServiceUrls; children: ServiceChildren }> {
   const timeoutMs = options.readyTimeoutMs ?? 20_000;
   const env = options.secret === undefined ? { ...process.env } : { ...process.env, LEASEHOLD_SECRET: options.secret };
   const common = (port: number) => ['--host', options.host, '--port', String(port), '--log-level', options.logLevel];
   const start = async (name: keyof ServiceUrls, args: string[]) => {
-    const child = options.group.spawn({ name, cliPath: options.cliPath, args: [name, ...args], env, stderr: options.stderr(name) });
+    const child = options.group.spawn({
+      name,
+      cliPath: options.cliPath,
+      args: [name, ...args],
+      env,
+      stderr: options.stderr(name),
+    });
     const url = await child.waitForUrl(timeoutMs);
     options.onReady?.(name, url, child);
     return { child, url };
@@ -46,7 +54,13 @@ export async function startServiceProcesses(options: StartServicesOptions): Prom
     start('queue', [...common(options.ports.queue), '--db', options.db.queue]),
     start('receiver', [...common(options.ports.receiver), '--db', options.db.receiver]),
   ]);
-  const gateway = await start('gateway', [...common(options.ports.gateway), '--queue', queue.url, '--receiver', receiver.url]);
+  const gateway = await start('gateway', [
+    ...common(options.ports.gateway),
+    '--queue',
+    queue.url,
+    '--receiver',
+    receiver.url,
+  ]);
   return {
     urls: { queue: queue.url, gateway: gateway.url, receiver: receiver.url },
     children: { queue: queue.child, gateway: gateway.child, receiver: receiver.child },

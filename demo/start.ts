@@ -29,7 +29,10 @@ export async function startServices(options: StartOptions): Promise<RunningServi
     stopping = true;
     const [gateway, ...rest] = ['gateway', 'queue', 'receiver'].map((name) => group.all.find((c) => c.name === name));
     if (gateway) await group.stop(15_000, [gateway]);
-    await group.stop(15_000, rest.filter((c): c is Child => c !== undefined));
+    await group.stop(
+      15_000,
+      rest.filter((c): c is Child => c !== undefined),
+    );
     await group.dispose(5_000);
   };
   let started;

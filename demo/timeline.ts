@@ -33,7 +33,9 @@ export function describeEvent(e: WorkerLine, t0: number): string {
     case 'send_failed':
       return `send of ${e.job} failed (${e.code}): ${e.error}`;
     case 'refused': {
-      const now = e.current ? `; the job has token ${e.current.token}, owner ${e.current.owner ?? 'none'}, ${e.current.status}` : '';
+      const now = e.current
+        ? `; the job has token ${e.current.token}, owner ${e.current.owner ?? 'none'}, ${e.current.status}`
+        : '';
       return `${e.op} of ${e.job} with token ${e.token} REFUSED: ${e.status} ${e.code}${e.reason ? ` (${e.reason})` : ''}${now}`;
     }
     case 'finished':
@@ -70,9 +72,15 @@ const LOSS_WORDS: Record<LossReason, string> = {
 /** The verdict as an aligned table: one row per check, expected next to actual. */
 export function formatChecks(checks: readonly Check[]): string[] {
   const head = { label: 'check', expected: 'expected', actual: 'actual', mark: '' };
-  const rows = checks.map((c) => ({ label: c.label, expected: c.expected, actual: c.actual, mark: c.ok === undefined ? '' : c.ok ? 'ok' : 'FAIL' }));
+  const rows = checks.map((c) => ({
+    label: c.label,
+    expected: c.expected,
+    actual: c.actual,
+    mark: c.ok === undefined ? '' : c.ok ? 'ok' : 'FAIL',
+  }));
   const width = (key: 'label' | 'expected' | 'actual') => Math.max(head[key].length, ...rows.map((r) => r[key].length));
   const [w1, w2, w3] = [width('label'), width('expected'), width('actual')];
-  const line = (r: typeof head) => `  ${r.label.padEnd(w1)}  ${r.expected.padEnd(w2)}  ${r.actual.padEnd(w3)}  ${r.mark}`.trimEnd();
+  const line = (r: typeof head) =>
+    `  ${r.label.padEnd(w1)}  ${r.expected.padEnd(w2)}  ${r.actual.padEnd(w3)}  ${r.mark}`.trimEnd();
   return [line(head), `  ${'-'.repeat(w1)}  ${'-'.repeat(w2)}  ${'-'.repeat(w3)}  ----`, ...rows.map(line)];
 }

@@ -123,13 +123,23 @@ function onceEach(jobs: readonly DemoJob[], effects: readonly ReceiverEffect[]):
 }
 
 function staleSendChecks(freeze: Freeze | undefined, final: FinalState): Check[] {
-  if (!freeze) return [{ label: 'stale send refused by the gateway', expected: '409 stale_lease', actual: 'no worker was frozen before a send', ok: false }];
+  if (!freeze)
+    return [
+      {
+        label: 'stale send refused by the gateway',
+        expected: '409 stale_lease',
+        actual: 'no worker was frozen before a send',
+        ok: false,
+      },
+    ];
   const forwarded = final.journal.filter((j) => j.jobId === freeze.job && j.token === freeze.token).length;
   return [
     {
       label: `stale send refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
       expected: '409 stale_lease',
-      actual: freeze.refusal ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}` : 'no refusal reported',
+      actual: freeze.refusal
+        ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}`
+        : 'no refusal reported',
       ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease',
     },
     {
@@ -138,25 +148,53 @@ function staleSendChecks(freeze: Freeze | undefined, final: FinalState): Check[]
       actual: `${forwarded} requests`,
       ok: forwarded === 0,
     },
-    doneByAnother(`${freeze.job} done by someone other than ${freeze.worker}`, freeze.job, freeze.worker, freeze.token, final),
+    doneByAnother(
+      `${freeze.job} done by someone other than ${freeze.worker}`,
+      freeze.job,
+      freeze.worker,
+      freeze.token,
+      final,
+    ),
   ];
 }
 
 function staleFinishChecks(freeze: Freeze | undefined, final: FinalState): Check[] {
-  if (!freeze) return [{ label: 'stale finish refused by the queue', expected: '409 stale_lease', actual: 'no worker was frozen before a finish', ok: false }];
+  if (!freeze)
+    return [
+      {
+        label: 'stale finish refused by the queue',
+        expected: '409 stale_lease',
+        actual: 'no worker was frozen before a finish',
+        ok: false,
+      },
+    ];
   return [
     {
       label: `stale finish refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
       expected: '409 stale_lease',
-      actual: freeze.refusal ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}` : 'no refusal reported',
+      actual: freeze.refusal
+        ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}`
+        : 'no refusal reported',
       ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease',
     },
-    doneByAnother(`${freeze.job} finished by someone other than ${freeze.worker}`, freeze.job, freeze.worker, freeze.token, final),
+    doneByAnother(
+      `${freeze.job} finished by someone other than ${freeze.worker}`,
+      freeze.job,
+      freeze.worker,
+      freeze.token,
+      final,
+    ),
   ];
 }
 
 function killChecks(kill: Kill | undefined, final: FinalState): Check {
-  if (!kill) return { label: "killed worker's job done by another", expected: 'done, newer token', actual: 'no worker was killed', ok: false };
+  if (!kill)
+    return {
+      label: "killed worker's job done by another",
+      expected: 'done, newer token',
+      actual: 'no worker was killed',
+      ok: false,
+    };
   return doneByAnother(`killed ${kill.worker}'s ${kill.job} done by another`, kill.job, kill.worker, kill.token, final);
 }
 
@@ -176,8 +214,16 @@ function tallies(events: readonly WorkerLine[]): Check[] {
   const count = (test: (e: WorkerLine) => boolean) => String(events.filter(test).length);
   const refusedAs = (op: string) => (e: WorkerLine) => e.event === 'refused' && e.op === op && e.code === 'stale_lease';
   return [
-    { label: 'sends applied (worker reports)', expected: '', actual: count((e) => e.event === 'sent' && e.outcome === 'applied') },
-    { label: 'duplicate sends absorbed by the receiver', expected: '', actual: count((e) => e.event === 'sent' && e.outcome === 'duplicate') },
+    {
+      label: 'sends applied (worker reports)',
+      expected: '',
+      actual: count((e) => e.event === 'sent' && e.outcome === 'applied'),
+    },
+    {
+      label: 'duplicate sends absorbed by the receiver',
+      expected: '',
+      actual: count((e) => e.event === 'sent' && e.outcome === 'duplicate'),
+    },
     { label: 'stale sends refused (409)', expected: '', actual: count(refusedAs('send')) },
     { label: 'stale finishes refused (409)', expected: '', actual: count(refusedAs('finish')) },
     { label: 'stale renewals refused (409)', expected: '', actual: count(refusedAs('renew')) },

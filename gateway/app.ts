@@ -1,7 +1,15 @@
 // The gateway's HTTP adapter: parse `POST /send` with its schema, run the send, render JSON.
 // Routes throw GatewayError; one error handler renders every failure the same way.
 import express, { type Express } from 'express';
-import { callerGone, edgeFailureOf, errorRenderer, jsonBody, parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
+import {
+  callerGone,
+  edgeFailureOf,
+  errorRenderer,
+  jsonBody,
+  parseWith,
+  requestLog,
+  unknownRoute,
+} from '../platform/http-edge.js';
 import { QueueClient } from '../queue/client.js';
 import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
@@ -17,7 +25,11 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   const resolved = resolveGatewayOptions(options);
   const { logger } = resolved;
   const queue = new QueueClient(resolved.queueUrl.href, { timeoutMs: resolved.queueTimeoutMs });
-  const forwarder = createForwarder({ receiverUrl: resolved.receiverUrl, secret: resolved.secret, now: () => resolved.clock.now() });
+  const forwarder = createForwarder({
+    receiverUrl: resolved.receiverUrl,
+    secret: resolved.secret,
+    now: () => resolved.clock.now(),
+  });
   // Sends that overlap share their lease checks: one queue request for all that wait.
   const send = createSend({ queue: new CoalescingVerifier(queue), forwarder, options: resolved, logger });
 

@@ -5,6 +5,9 @@ import type http from 'node:http';
 import { GatewayError, isGatewayErrorCode } from './errors.js';
 import { errorInBody, exchange, keepAliveAgent, urlUnder } from '../platform/exchange.js';
 
+// The error a send throws, importable with the client alone (without the gateway's app).
+export { GatewayError, type GatewayErrorCode } from './errors.js';
+
 export interface GatewayClientOptions {
   /**
    * How long one send may take. The gateway itself answers within its retry budget (10 s by
@@ -43,7 +46,14 @@ export class GatewayClient {
   async send(input: SendInput, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
     const url = urlUnder(this.baseUrl, ['send']);
     const body = Buffer.from(JSON.stringify(input));
-    const result = await exchange({ method: 'POST', url, body, timeoutMs: this.timeoutMs, agent: this.agent, signal: options.signal });
+    const result = await exchange({
+      method: 'POST',
+      url,
+      body,
+      timeoutMs: this.timeoutMs,
+      agent: this.agent,
+      signal: options.signal,
+    });
     switch (result.kind) {
       case 'aborted':
         throw options.signal?.reason ?? new DOMException('The send was aborted.', 'AbortError');
@@ -74,7 +84,12 @@ export class GatewayClient {
 export function errorFromResponse(status: number, body: unknown): GatewayError {
   const error = errorInBody(body);
   if (error && isGatewayErrorCode(error.code)) {
-    return new GatewayError(error.code, error.message ?? `The gateway answered ${status} ${error.code}.`, error.details, status);
+    return new GatewayError(
+      error.code,
+      error.message ?? `The gateway answered ${status} ${error.code}.`,
+      error.details,
+      status,
+    );
   }
   return new GatewayError(
     status >= 500 ? 'internal' : 'invalid_request',

@@ -35,8 +35,20 @@ export class GatewayError extends ServiceError<GatewayErrorCode> {
    * `status` overrides the table only for `upstream_unavailable` (502, or 504 after a timeout).
    * `options.cause` keeps the underlying error for logs; it is never part of the body.
    */
-  constructor(code: GatewayErrorCode, message: string, details: Record<string, unknown> = {}, status?: number, options?: ErrorOptions) {
-    super(code, status !== undefined && FLEXIBLE_STATUS.has(code) ? status : GATEWAY_ERROR_STATUS[code], message, details, options);
+  constructor(
+    code: GatewayErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    status?: number,
+    options?: ErrorOptions,
+  ) {
+    super(
+      code,
+      status !== undefined && FLEXIBLE_STATUS.has(code) ? status : GATEWAY_ERROR_STATUS[code],
+      message,
+      details,
+      options,
+    );
   }
 
   static fromEdge(failure: EdgeFailure): GatewayError {

@@ -12,7 +12,12 @@ export interface ForwarderOptions {
 }
 
 export interface Forwarder {
-  forward(effect: { jobId: string; qty: number }, token: number, timeoutMs: number, signal?: AbortSignal): Promise<Exchange>;
+  forward(
+    effect: { jobId: string; qty: number },
+    token: number,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<Exchange>;
   close(): void;
 }
 

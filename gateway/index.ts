@@ -16,7 +16,12 @@ export {
 } from './rules.js';
 export type { Exchange } from '../platform/exchange.js';
 export { GatewayError, GATEWAY_ERROR_STATUS, type GatewayErrorCode } from './errors.js';
-export { GATEWAY_DEFAULTS, resolveGatewayOptions, type GatewayOptions, type ResolvedGatewayOptions } from './options.js';
+export {
+  GATEWAY_DEFAULTS,
+  resolveGatewayOptions,
+  type GatewayOptions,
+  type ResolvedGatewayOptions,
+} from './options.js';
 export { createForwarder, type Forwarder, type ForwarderOptions } from './forwarder.js';
 export { createGatewayApp, type GatewayApp } from './app.js';
 export { startGateway, type GatewayService, type GatewayServiceOptions } from './service.js';

@@ -1,7 +1,14 @@
 // `leasehold gateway`: parse flags, start the gateway, print its URL, stop cleanly on a signal.
 // The only gateway module that touches `process`.
 import { Option, type Command } from 'commander';
-import { checkOptions, failStart, leaseholdCommand, logLevelOption, parsePositiveInt, portOption } from '../platform/flags.js';
+import {
+  checkOptions,
+  failStart,
+  leaseholdCommand,
+  logLevelOption,
+  parsePositiveInt,
+  portOption,
+} from '../platform/flags.js';
 import { onShutdown } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
@@ -32,18 +39,28 @@ export function gatewayCommand(): Command {
     .option('--receiver <url>', "the receiver's base URL (effects are forwarded there)", 'http://127.0.0.1:4300')
     .addOption(new Option('--secret <secret>', 'shared secret: sign every forwarded request with Leasehold-Signature'))
     .addOption(
-      new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver').argParser(parsePositiveInt).default(d.receiverTimeoutMs),
+      new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver')
+        .argParser(parsePositiveInt)
+        .default(d.receiverTimeoutMs),
     )
     .addOption(
-      new Option('--queue-timeout-ms <ms>', 'how long one lease check waits for the queue').argParser(parsePositiveInt).default(d.queueTimeoutMs),
+      new Option('--queue-timeout-ms <ms>', 'how long one lease check waits for the queue')
+        .argParser(parsePositiveInt)
+        .default(d.queueTimeoutMs),
     )
     .addOption(
-      new Option('--retry-attempts <n>', 'attempts per send, the first included, after timeouts, resets and 5xx (1 = no retry)')
+      new Option(
+        '--retry-attempts <n>',
+        'attempts per send, the first included, after timeouts, resets and 5xx (1 = no retry)',
+      )
         .argParser(parsePositiveInt)
         .default(d.retryAttempts),
     )
     .addOption(
-      new Option('--retry-budget-ms <ms>', 'all attempts of one send start and end within this long (at least --receiver-timeout-ms)')
+      new Option(
+        '--retry-budget-ms <ms>',
+        'all attempts of one send start and end within this long (at least --receiver-timeout-ms)',
+      )
         .argParser(parsePositiveInt)
         .default(d.retryBudgetMs),
     )
@@ -59,7 +76,8 @@ export function gatewayCommand(): Command {
       ].join('\n'),
     )
     .action(async (flags: GatewayFlags, command: Command) => {
-      if (flags.secret === '') command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
+      if (flags.secret === '')
+        command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
       const options = {
         queueUrl: flags.queue,
         receiverUrl: flags.receiver,

@@ -52,7 +52,10 @@ export interface ResolvedGatewayOptions {
 }
 
 export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayOptions {
-  const receiverTimeoutMs = positiveInt('receiverTimeoutMs', options.receiverTimeoutMs ?? GATEWAY_DEFAULTS.receiverTimeoutMs);
+  const receiverTimeoutMs = positiveInt(
+    'receiverTimeoutMs',
+    options.receiverTimeoutMs ?? GATEWAY_DEFAULTS.receiverTimeoutMs,
+  );
   const retryBudgetMs = positiveInt('retryBudgetMs', options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs);
   if (retryBudgetMs < receiverTimeoutMs) {
     throw new RangeError(

@@ -22,7 +22,10 @@ export interface RetryPolicy {
  * job. Left to the receiver, the first such send would be applied: it can only compare a qty
  * with an effect it has already recorded.
  */
-export function qtyMismatchOf(send: { jobId: string; qty: number }, lease: Pick<Lease, 'qty'>): GatewayError | undefined {
+export function qtyMismatchOf(
+  send: { jobId: string; qty: number },
+  lease: Pick<Lease, 'qty'>,
+): GatewayError | undefined {
   if (send.qty === lease.qty) return undefined;
   return new GatewayError(
     'qty_mismatch',
@@ -67,7 +70,11 @@ export function errorCodeOf(body: unknown): string | undefined {
  * at `backoffMaxMs`, with "equal jitter" — half fixed, half random — so a burst of gateways
  * spreads out, yet no retry follows its failure at once. `random` is in [0, 1).
  */
-export function backoffMs(attempt: number, random: number, policy: Pick<RetryPolicy, 'backoffBaseMs' | 'backoffMaxMs'>): number {
+export function backoffMs(
+  attempt: number,
+  random: number,
+  policy: Pick<RetryPolicy, 'backoffBaseMs' | 'backoffMaxMs'>,
+): number {
   const ceiling = Math.min(policy.backoffMaxMs, policy.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(ceiling / 2 + (random * ceiling) / 2);
 }
@@ -106,7 +113,11 @@ function minAttemptMs(policy: Pick<RetryPolicy, 'receiverTimeoutMs'>): number {
  * (less than MIN_ATTEMPT_MS) would time out by construction and report a timeout the receiver
  * never caused.
  */
-export function attemptTimeoutMs(state: RetryState, now: number, policy: Pick<RetryPolicy, 'budgetMs' | 'receiverTimeoutMs'>): number {
+export function attemptTimeoutMs(
+  state: RetryState,
+  now: number,
+  policy: Pick<RetryPolicy, 'budgetMs' | 'receiverTimeoutMs'>,
+): number {
   const remaining = state.startedAt + policy.budgetMs - now;
   return remaining < minAttemptMs(policy) ? 0 : Math.min(policy.receiverTimeoutMs, remaining);
 }
@@ -127,7 +138,12 @@ export interface AttemptFailure {
 export function failureOf(result: Exchange, attempt: number): AttemptFailure {
   switch (result.kind) {
     case 'timeout':
-      return { attempt, kind: 'timeout', timeoutMs: result.timeoutMs, message: `no answer within ${result.timeoutMs} ms` };
+      return {
+        attempt,
+        kind: 'timeout',
+        timeoutMs: result.timeoutMs,
+        message: `no answer within ${result.timeoutMs} ms`,
+      };
     case 'reset':
     case 'refused':
     case 'network':

@@ -3,7 +3,7 @@
 // the lease verifies again, so a lease that ends mid-retry stops the forwarding. The decisions
 // themselves live in rules.ts.
 import type { Logger } from 'pino';
-import { QueueError } from '../queue/errors.js';
+import { QueueError } from '../queue/client.js';
 import type { Lease } from '../queue/types.js';
 import { GatewayError } from './errors.js';
 import type { Forwarder } from './forwarder.js';
@@ -58,7 +58,11 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
 
   // Every verified lease is checked against the send's qty before it is forwarded under. A job's
   // qty never changes, so only the first verify can refuse, before anything was forwarded.
-  const verify = async (request: SendRequest, failures: readonly AttemptFailure[], signal: AbortSignal): Promise<Lease> => {
+  const verify = async (
+    request: SendRequest,
+    failures: readonly AttemptFailure[],
+    signal: AbortSignal,
+  ): Promise<Lease> => {
     let lease: Lease;
     try {
       // A caller that hangs up stops the lease check too, not only the forwarding.
@@ -79,10 +83,20 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
       const timeoutMs = attemptTimeoutMs(state, clock.now(), retry);
       if (timeoutMs <= 0) throw upstreamError(failures, 'time', retry.budgetMs);
       state.attempts += 1;
-      const result = await forwarder.forward({ jobId: request.jobId, qty: request.qty }, lease.token, timeoutMs, signal);
+      const result = await forwarder.forward(
+        { jobId: request.jobId, qty: request.qty },
+        lease.token,
+        timeoutMs,
+        signal,
+      );
       switch (classifyAttempt(result)) {
         case 'done':
-          return { outcome: outcomeOf(bodyOf(result))!, effect: effectOf(result), token: lease.token, attempts: state.attempts };
+          return {
+            outcome: outcomeOf(bodyOf(result))!,
+            effect: effectOf(result),
+            token: lease.token,
+            attempts: state.attempts,
+          };
         case 'judged':
           throw judgedError(result, state.attempts);
         case 'rejected':
@@ -94,7 +108,13 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
       }
       const decision = shouldRetry(state, clock.now(), retry, backoffMs(state.attempts, random(), retry));
       logger.warn(
-        { jobId: request.jobId, token: lease.token, attempt: state.attempts, failure: failures.at(-1), retry: decision },
+        {
+          jobId: request.jobId,
+          token: lease.token,
+          attempt: state.attempts,
+          failure: failures.at(-1),
+          retry: decision,
+        },
         'forward attempt failed',
       );
       if (!decision.retry) throw upstreamError(failures, decision.spent, retry.budgetMs);
@@ -159,7 +179,10 @@ function upstreamError(failures: AttemptFailure[], spent: 'attempts' | 'time', b
 function judgedError(result: Exchange, attempts: number): GatewayError {
   const error = (bodyOf(result) as { error: { code: 'fenced' | 'conflict'; message?: unknown } }).error;
   const { code, message, ...details } = error;
-  return new GatewayError(code, typeof message === 'string' ? message : `The receiver answered ${code}.`, { ...details, attempts });
+  return new GatewayError(code, typeof message === 'string' ? message : `The receiver answered ${code}.`, {
+    ...details,
+    attempts,
+  });
 }
 
 /** The receiver refused the request itself: a configuration problem between gateway and receiver. */

@@ -26,7 +26,9 @@ export async function startGateway(options: GatewayServiceOptions): Promise<Gate
   }
   const app = createGatewayApp(options);
   // A send in flight may be between retries; give it its whole budget before cutting it.
-  const graceMs = (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) + (options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs);
+  const graceMs =
+    (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) +
+    (options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs);
   let listening;
   try {
     listening = await listen(app, options.host ?? '127.0.0.1', port, graceMs);

@@ -94,7 +94,8 @@ export class CoalescingVerifier implements LeaseVerifier {
     }
     batch.forEach((check, i) => {
       const answer = answers[i];
-      if (answer === undefined) check.reject(new Error(`the queue answered ${answers.length} of ${batch.length} lease checks`));
+      if (answer === undefined)
+        check.reject(new Error(`the queue answered ${answers.length} of ${batch.length} lease checks`));
       else if (answer instanceof Error) check.reject(answer);
       else check.resolve(answer);
     });

@@ -46,7 +46,11 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
         details: { limitBytes: BODY_LIMIT_BYTES },
       };
     case 'entity.parse.failed':
-      return { code: 'invalid_request', message: 'The request body is not valid JSON; send a JSON object.', details: {} };
+      return {
+        code: 'invalid_request',
+        message: 'The request body is not valid JSON; send a JSON object.',
+        details: {},
+      };
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return {
@@ -56,7 +60,11 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
       };
     case 'request.aborted':
     case 'request.size.invalid':
-      return { code: 'invalid_request', message: 'The request body ended before its declared length; send it again.', details: {} };
+      return {
+        code: 'invalid_request',
+        message: 'The request body ended before its declared length; send it again.',
+        details: {},
+      };
   }
   return undefined;
 }
@@ -71,11 +79,23 @@ export interface Issue {
  * is what was parsed ("request body", "query string"). An absent body (undefined) is read as
  * `{}`, so the schema says which fields are missing.
  */
-export function parseWith<T extends z.ZodType>(schema: T, value: unknown, what: string, make: MakeServiceError): z.infer<T> {
+export function parseWith<T extends z.ZodType>(
+  schema: T,
+  value: unknown,
+  what: string,
+  make: MakeServiceError,
+): z.infer<T> {
   const result = schema.safeParse(value === undefined ? {} : value);
   if (result.success) return result.data;
-  const issues: Issue[] = result.error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
-  throw make({ code: 'invalid_request', message: `The ${what} is invalid: ${issues.map(describe).join('; ')}.`, details: { issues } });
+  const issues: Issue[] = result.error.issues.map((issue) => ({
+    path: issue.path.map(String).join('.'),
+    message: issue.message,
+  }));
+  throw make({
+    code: 'invalid_request',
+    message: `The ${what} is invalid: ${issues.map(describe).join('; ')}.`,
+    details: { issues },
+  });
 }
 
 /** The message, led by its path unless the message already starts with it ("qty must be..."). */
@@ -86,7 +106,13 @@ function describe(issue: Issue): string {
 /** The last route: anything not matched above, an unknown method on a known path included, is `404 not_found`. */
 export function unknownRoute(make: MakeServiceError, service: string, routes: string): RequestHandler {
   return (req, _res, next) => {
-    next(make({ code: 'not_found', message: `There is no ${req.method} ${req.path} on the ${service}; ${routes}.`, details: {} }));
+    next(
+      make({
+        code: 'not_found',
+        message: `There is no ${req.method} ${req.path} on the ${service}; ${routes}.`,
+        details: {},
+      }),
+    );
   };
 }
 
@@ -104,7 +130,10 @@ export function errorRenderer(toError: (err: unknown) => ServiceError, logger: L
     const error = toError(err);
     const unexpected = error !== err;
     if (error.status >= 500 && (unexpected || error.cause !== undefined)) {
-      logger.error({ err, code: error.code, method: req.method, path: req.path }, unexpected ? 'unexpected error' : error.message);
+      logger.error(
+        { err, code: error.code, method: req.method, path: req.path },
+        unexpected ? 'unexpected error' : error.message,
+      );
     }
     // Too late for an answer: express closes the connection, and the caller sees it cut.
     if (res.headersSent) return next(err);
@@ -120,7 +149,13 @@ export function requestLog(logger: Logger): RequestHandler {
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const code = answeredCodes.get(res);
-      const entry = { method: req.method, path: req.path, status: res.statusCode, ...(code ? { code } : {}), ms: Math.round(ms * 10) / 10 };
+      const entry = {
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        ...(code ? { code } : {}),
+        ms: Math.round(ms * 10) / 10,
+      };
       if (res.statusCode >= 500) logger.warn(entry, 'request failed');
       else if (res.statusCode >= 400) logger.info(entry, 'request refused');
       else logger.debug(entry, 'request');

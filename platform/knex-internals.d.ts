@@ -3,7 +3,10 @@ declare module 'knex/lib/dialects/sqlite3/index.js' {
   import type { Knex } from 'knex';
   class Client_SQLite3 extends Knex.Client {
     transaction(...args: unknown[]): unknown;
-    _query(connection: any, obj: any): Promise<any>;
+    // The subclass narrows these to the sqlite3 connection and knex's query object it handles.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parameters the subclass narrows
+    _query(connection: any, obj: any): Promise<unknown>;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
     destroyRawConnection(connection: any): Promise<void>;
   }
   export default Client_SQLite3;

@@ -45,7 +45,11 @@ export async function listen(app: RequestListener, host: string, port: number, g
  * signal, or a stop that outlasts `forceAfterMs`, exits 1 at once (the timer is unref'd, so it
  * never keeps the process alive).
  */
-export function onShutdown(stop: () => Promise<void>, logger: Pick<Logger, 'info' | 'warn' | 'error'>, forceAfterMs = 10_000): void {
+export function onShutdown(
+  stop: () => Promise<void>,
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>,
+  forceAfterMs = 10_000,
+): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {

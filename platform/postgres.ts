@@ -84,9 +84,15 @@ export function openPostgres(options: OpenPostgresOptions): Knex {
  * The schema is created outside the lock's transaction (on another pooled connection) so the
  * migrator's connections see it at once.
  */
-export async function migrateSerialised(knex: Knex, schema: string | undefined, migrate: () => Promise<unknown>): Promise<void> {
+export async function migrateSerialised(
+  knex: Knex,
+  schema: string | undefined,
+  migrate: () => Promise<unknown>,
+): Promise<void> {
   await knex.transaction(async (trx) => {
-    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`leasehold migrate ${schema ?? '(search_path)'}`]);
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
+      `leasehold migrate ${schema ?? '(search_path)'}`,
+    ]);
     if (schema) {
       // Checked first: CREATE SCHEMA needs the CREATE privilege even when the schema exists.
       const existing = await knex.raw('SELECT 1 FROM pg_namespace WHERE nspname = ?', [schema]);

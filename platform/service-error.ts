@@ -35,7 +35,13 @@ export abstract class ServiceError<Code extends string = string> extends Error {
   readonly details: Record<string, unknown>;
 
   /** `options.cause` keeps the underlying error for the log; it is never part of the body. */
-  protected constructor(code: Code, status: number, message: string, details: Record<string, unknown> = {}, options?: ErrorOptions) {
+  protected constructor(
+    code: Code,
+    status: number,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.code = code;
     this.status = status;

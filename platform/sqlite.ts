@@ -154,7 +154,10 @@ export interface SqliteExecutor {
  * (`npm run bench -- --profile-only`). Commits, or rolls back when `work` or the COMMIT fails
  * (a COMMIT refused as busy leaves the transaction open otherwise).
  */
-export async function withImmediateTransaction<T>(knex: Knex, work: (executor: SqliteExecutor) => Promise<T>): Promise<T> {
+export async function withImmediateTransaction<T>(
+  knex: Knex,
+  work: (executor: SqliteExecutor) => Promise<T>,
+): Promise<T> {
   const client = knex.client as PoolClient;
   const connection = await client.acquireConnection();
   // Statements are announced as knex's own are, so `knex.on('query')` listeners still see them.

@@ -14,6 +14,7 @@ import {
 } from '../platform/http-edge.js';
 import { QueueError, unknownJobError } from './errors.js';
 import {
+  cancelBody,
   claimBody,
   enqueueBody,
   failBody,
@@ -21,6 +22,8 @@ import {
   heartbeatBody,
   jobIdParam,
   listQuery,
+  releaseBody,
+  retryBody,
   toNewJob,
   verificationsBody,
   verifyBody,
@@ -96,7 +99,8 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }), repo
     const leaseMs = body.next === true ? undefined : body.next.leaseMs;
     const { job, next } = await store.finishAndClaim(id, presented, body.result ?? null, leaseMs);
     logger.info({ jobId: id, owner: body.owner, token: body.token }, 'finished');
-    if (next) logger.info({ jobId: next.id, owner: next.owner, token: next.token, leaseUntil: next.leaseUntil }, 'claimed');
+    if (next)
+      logger.info({ jobId: next.id, owner: next.owner, token: next.token, leaseUntil: next.leaseUntil }, 'claimed');
     res.json({ job, next });
   });
 
@@ -114,11 +118,38 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }), repo
     res.json({ lease: await store.verify(id, body) });
   });
 
+  // The job lifecycle: the holder hands a job back; an operator cancels a live job or retries a dead one.
+  app.post('/jobs/:id/release', async (req, res) => {
+    const id = jobId(req);
+    const body = parse(releaseBody, req.body);
+    const job = await store.release(id, body);
+    logger.info({ jobId: id, owner: body.owner, token: body.token }, 'released');
+    res.json({ job });
+  });
+
+  app.post('/jobs/:id/cancel', async (req, res) => {
+    const id = jobId(req);
+    const body = parse(cancelBody, req.body);
+    const job = await store.cancel(id, body.reason);
+    logger.info({ jobId: id, owner: job.owner, token: job.token, deadReason: job.deadReason }, 'cancelled');
+    res.json({ job });
+  });
+
+  app.post('/jobs/:id/retry', async (req, res) => {
+    const id = jobId(req);
+    const body = parse(retryBody, req.body);
+    const job = await store.retry(id, body);
+    logger.info({ jobId: id, token: job.token, runAt: job.runAt, maxAttempts: job.maxAttempts }, 'retried');
+    res.json({ job });
+  });
+
   // Several lease checks in one request, read at one instant: the gateway's coalesced verify.
   app.post('/verifications', async (req, res) => {
     const body = parse(verificationsBody, req.body);
     const answers = await store.verifyMany(body.leases);
-    res.json({ results: answers.map((answer) => (answer instanceof QueueError ? answer.toJSON() : { lease: answer })) });
+    res.json({
+      results: answers.map((answer) => (answer instanceof QueueError ? answer.toJSON() : { lease: answer })),
+    });
   });
 
   app.get('/jobs/:id', async (req, res) => {

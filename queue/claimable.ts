@@ -83,6 +83,7 @@ export class PostgresClaimableSignal extends ClaimableSignal {
   override async close(): Promise<void> {
     await super.close();
     const conn = await this.connection;
-    if (conn) await (this.knex.client as { destroyRawConnection(c: unknown): Promise<void> }).destroyRawConnection(conn);
+    if (conn)
+      await (this.knex.client as { destroyRawConnection(c: unknown): Promise<void> }).destroyRawConnection(conn);
   }
 }

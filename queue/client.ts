@@ -3,8 +3,18 @@
 // a call whose signal aborts rejects with the signal's reason.
 import type http from 'node:http';
 import { isQueueErrorCode, QueueError } from './errors.js';
-import { checkedTimeoutMs, errorInBody, exchange, keepAliveAgent, urlUnder, type Exchange } from '../platform/exchange.js';
+import {
+  checkedTimeoutMs,
+  errorInBody,
+  exchange,
+  keepAliveAgent,
+  urlUnder,
+  type Exchange,
+} from '../platform/exchange.js';
 import type { Job, JobStatus, Lease, Stats } from './types.js';
+
+// The error a client call throws, importable with the client alone (without the service's stores).
+export { QueueError, type QueueErrorCode } from './errors.js';
 
 export interface EnqueueInput {
   id?: string;
@@ -88,7 +98,11 @@ export class QueueClient {
   }
 
   /** An aborted heartbeat may or may not have moved `leaseUntil`; owner and token are the same either way. */
-  async heartbeat(id: string, input: { owner: string; token: number; leaseMs?: number }, options?: CallOptions): Promise<Lease> {
+  async heartbeat(
+    id: string,
+    input: { owner: string; token: number; leaseMs?: number },
+    options?: CallOptions,
+  ): Promise<Lease> {
     return ((await this.call('POST', ['jobs', id, 'heartbeat'], input, options)).body as { lease: Lease }).lease;
   }
 
@@ -98,7 +112,11 @@ export class QueueClient {
    * the repeat is `stale_lease` (`not_leased`) whose `current` shows the job `done` under the
    * same owner and token.
    */
-  async finish(id: string, input: { owner: string; token: number; result?: unknown }, options?: CallOptions): Promise<Job> {
+  async finish(
+    id: string,
+    input: { owner: string; token: number; result?: unknown },
+    options?: CallOptions,
+  ): Promise<Job> {
     return ((await this.call('POST', ['jobs', id, 'finish'], input, options)).body as { job: Job }).job;
   }
 
@@ -206,9 +224,13 @@ export class QueueClient {
           { cause: `no answer from ${this.baseUrl.origin} within ${timeoutMs} ms` },
         );
       default:
-        throw new QueueError('queue_unavailable', `The queue at ${this.baseUrl.origin} could not be reached: ${res.message}.`, {
-          cause: res.message,
-        });
+        throw new QueueError(
+          'queue_unavailable',
+          `The queue at ${this.baseUrl.origin} could not be reached: ${res.message}.`,
+          {
+            cause: res.message,
+          },
+        );
     }
   }
 }

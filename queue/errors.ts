@@ -1,7 +1,7 @@
 // The queue's one error class. Routes throw it; the app renders it; the client rebuilds it
 // from a response, so a caller handles the same `code` whether it embeds or calls over HTTP.
 import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-error.js';
-import type { CurrentLease, Presented, StaleReason } from './types.js';
+import type { CurrentLease, Job, Presented, StaleReason } from './types.js';
 
 export const QUEUE_ERROR_STATUS = {
   invalid_request: 400,
@@ -9,6 +9,9 @@ export const QUEUE_ERROR_STATUS = {
   not_found: 404,
   job_exists: 409,
   stale_lease: 409,
+  job_finished: 409,
+  not_dead: 409,
+  deadline_passed: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal: 500,
@@ -58,5 +61,35 @@ function staleMessage(id: string, reason: StaleReason, expected: Presented, curr
 }
 
 export function unknownJobError(id: string): QueueError {
-  return new QueueError('unknown_job', `No job with id "${id}" exists. Check the id, or enqueue the job first.`, { id });
+  return new QueueError('unknown_job', `No job with id "${id}" exists. Check the id, or enqueue the job first.`, {
+    id,
+  });
+}
+
+/** 409 job_finished: a `done` job cannot be cancelled; its result stands. */
+export function jobFinishedError(job: Job): QueueError {
+  return new QueueError(
+    'job_finished',
+    `Job "${job.id}" is already done and cannot be cancelled; its result stands. To undo its work, enqueue a new job that does so.`,
+    { id: job.id, status: job.status },
+  );
+}
+
+/** 409 not_dead: only a `dead` job can be retried. */
+export function notDeadError(job: Job): QueueError {
+  const what =
+    job.status === 'done'
+      ? 'it is done; enqueue a new job with a new id to run it again'
+      : `it is ${job.status} and will run (or is running) anyway; cancel it first if it must start over`;
+  return new QueueError('not_dead', `Job "${job.id}" cannot be retried: ${what}.`, { id: job.id, status: job.status });
+}
+
+/** 409 deadline_passed: a retried job past its deadline would be quarantined again at once (rule 4). */
+export function retryDeadlineError(job: Job, now: number): QueueError {
+  return new QueueError(
+    'deadline_passed',
+    `Job "${job.id}" cannot be retried: its deadline ${job.deadline} has passed (the queue's clock reads ${now}), ` +
+      'so it could never be claimed again. Enqueue a new job with a new id and a later deadline instead.',
+    { id: job.id, deadline: job.deadline, now },
+  );
 }

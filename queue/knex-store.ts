@@ -4,19 +4,28 @@
 // `now` comes from, how a claim picks its row, whether the quarantine sweep skips locked rows,
 // and which driver errors mean the database is unavailable (made `queue_unavailable` here).
 import type { Knex } from 'knex';
-import { QueueError, staleLeaseError, unknownJobError } from './errors.js';
+import {
+  QueueError,
+  jobFinishedError,
+  notDeadError,
+  retryDeadlineError,
+  staleLeaseError,
+  unknownJobError,
+} from './errors.js';
 import {
   DEFAULT_LEASE_MS,
   InvalidJobError,
+  cancelDisposition,
   currentOf,
   failed,
   leaseUntilFor,
   newJob,
+  retryRefusal,
   staleReason,
   toLease,
 } from './rules.js';
 import type { ListQuery, QueueStore } from './store.js';
-import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
+import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, RetryInput, Stats } from './types.js';
 import { rowToJob, rowsOf, toJsonText, type Row } from './rows.js';
 import { ClaimableSignal } from './claimable.js';
 import type { GroupCommitStats } from '../platform/group-commit.js';
@@ -123,8 +132,7 @@ export class KnexQueueStore implements QueueStore {
   }
 
   enqueue(input: NewJob): Promise<{ job: Job; created: boolean }> {
-    return this
-      .write((trx, now) => enqueueIn(trx, input, now))
+    return this.write((trx, now) => enqueueIn(trx, input, now))
       .then((result) => {
         if (result.created) this.claimable.notify();
         return result;
@@ -137,24 +145,18 @@ export class KnexQueueStore implements QueueStore {
   }
 
   claimMany(owner: string, leaseMs: number, max: number): Promise<Lease[]> {
-    return this
-      .write((trx, now) => claimManyIn(trx, this.dialect, owner, leaseMs, max, now))
-      .catch(this.rethrow);
+    return this.write((trx, now) => claimManyIn(trx, this.dialect, owner, leaseMs, max, now)).catch(this.rethrow);
   }
 
   heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease> {
-    return this
-      .write(async (trx, now) => {
-        const job = await heartbeatIn(trx, this.latePolicy, id, presented, leaseMs, now);
-        return toLease(job);
-      })
-      .catch(this.rethrow);
+    return this.write(async (trx, now) => {
+      const job = await heartbeatIn(trx, this.latePolicy, id, presented, leaseMs, now);
+      return toLease(job);
+    }).catch(this.rethrow);
   }
 
   finish(id: string, presented: Presented, result: unknown): Promise<Job> {
-    return this
-      .write((trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now))
-      .catch(this.rethrow);
+    return this.write((trx, now) => finishIn(trx, this.latePolicy, id, presented, result, now)).catch(this.rethrow);
   }
 
   finishAndClaim(
@@ -163,22 +165,48 @@ export class KnexQueueStore implements QueueStore {
     result: unknown,
     leaseMs: number | undefined,
   ): Promise<{ job: Job; next: Lease | null }> {
-    return this
-      .write(async (trx, now) => {
-        // The finish is the guarded write; only once it is accepted does the claim run, so a
-        // refused finish (it throws) claims nothing and the transaction changes nothing.
-        const job = await finishIn(trx, this.latePolicy, id, presented, result, now);
-        const [next] = await claimManyIn(trx, this.dialect, presented.owner, leaseMs ?? job.leaseMs ?? DEFAULT_LEASE_MS, 1, now);
-        return { job, next: next ?? null };
+    return this.write(async (trx, now) => {
+      // The finish is the guarded write; only once it is accepted does the claim run, so a
+      // refused finish (it throws) claims nothing and the transaction changes nothing.
+      const job = await finishIn(trx, this.latePolicy, id, presented, result, now);
+      const [next] = await claimManyIn(
+        trx,
+        this.dialect,
+        presented.owner,
+        leaseMs ?? job.leaseMs ?? DEFAULT_LEASE_MS,
+        1,
+        now,
+      );
+      return { job, next: next ?? null };
+    }).catch(this.rethrow);
+  }
+
+  fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job> {
+    return this.write((trx, now) => failIn(trx, this.latePolicy, id, presented, error, retryInMs, now))
+      .then((job) => {
+        if (job.status === 'pending') this.claimable.notify();
+        return job;
       })
       .catch(this.rethrow);
   }
 
-  fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job> {
-    return this
-      .write((trx, now) => failIn(trx, this.latePolicy, id, presented, error, retryInMs, now))
+  release(id: string, presented: Presented): Promise<Job> {
+    return this.write((trx, now) => releaseIn(trx, this.latePolicy, id, presented, now))
       .then((job) => {
-        if (job.status === 'pending') this.claimable.notify();
+        this.claimable.notify();
+        return job;
+      })
+      .catch(this.rethrow);
+  }
+
+  cancel(id: string, reason: string | undefined): Promise<Job> {
+    return this.write((trx, now) => cancelIn(trx, id, reason, now)).catch(this.rethrow);
+  }
+
+  retry(id: string, input: RetryInput): Promise<Job> {
+    return this.write((trx, now) => retryIn(trx, id, input, now))
+      .then((job) => {
+        this.claimable.notify();
         return job;
       })
       .catch(this.rethrow);
@@ -190,7 +218,9 @@ export class KnexQueueStore implements QueueStore {
    */
   writeStats(): { transactions: number; writes: number } {
     const stats = this.dialect.commitStats?.();
-    return stats ? { transactions: stats.transactions, writes: stats.writes } : { transactions: this.writes, writes: this.writes };
+    return stats
+      ? { transactions: stats.transactions, writes: stats.writes }
+      : { transactions: this.writes, writes: this.writes };
   }
 
   /** Every write goes through here, so that stores without group commit count theirs too. */
@@ -225,7 +255,9 @@ export class KnexQueueStore implements QueueStore {
       const now = await this.dialect.now(this.knex);
       const ids = [...new Set(presented.map((p) => p.id))];
       const rows = rowsOf(
-        await this.knex.raw(`SELECT ${COLUMNS} FROM queue_jobs WHERE id IN (${this.dialect.idListSql})`, [JSON.stringify(ids)]),
+        await this.knex.raw(`SELECT ${COLUMNS} FROM queue_jobs WHERE id IN (${this.dialect.idListSql})`, [
+          JSON.stringify(ids),
+        ]),
       );
       const jobs = new Map(rows.map((row) => [String(row.id), rowToJob(row)]));
       return presented.map(({ id, owner, token }) => {
@@ -353,7 +385,9 @@ export async function claimManyIn(
 
 /** The claim's order: higher priority first, then earlier runAt, then order of enqueue. */
 function byClaimOrder(a: Row, b: Row): number {
-  return Number(b.priority) - Number(a.priority) || Number(a.run_at) - Number(b.run_at) || Number(a.seq) - Number(b.seq);
+  return (
+    Number(b.priority) - Number(a.priority) || Number(a.run_at) - Number(b.run_at) || Number(a.seq) - Number(b.seq)
+  );
 }
 
 /** One lease for `owner`, or null: `claimManyIn` with `max` 1. */
@@ -370,8 +404,8 @@ export async function claimIn(
 /**
  * Transactions whose quarantine sweep has run. Every write in one transaction shares one
  * `now`, and nothing written at `now` becomes due for quarantine at that same `now` (a new
- * lease ends after it, a passed deadline is refused at enqueue, a fail spending the last
- * attempt is dead already), so one sweep covers every claim a group commit puts in the
+ * lease ends after it, a passed deadline is refused at enqueue and at retry, a release needs
+ * the deadline ahead, a fail spending the last attempt is dead already), so one sweep covers every claim a group commit puts in the
  * transaction. Keyed by the transaction's executor, which each transaction gets anew.
  */
 const swept = new WeakMap<Executor, number>();
@@ -491,3 +525,97 @@ async function explainRefusal(
   throw staleLeaseError(id, reason, presented, currentOf(job));
 }
 
+/**
+ * `release`, fenced exactly like finish: the guard is the WHERE clause. The holder gives the job
+ * back claimable now with its attempt returned (rules.released); the token is left alone, so
+ * the next claim issues a higher one and the releasing holder stays fenced.
+ */
+export async function releaseIn(
+  trx: Executor,
+  policy: LateFinishPolicy,
+  id: string,
+  presented: Presented,
+  now: number,
+): Promise<Job> {
+  const rows = rowsOf(
+    await trx.raw(
+      `UPDATE queue_jobs
+         SET status = 'pending', owner = NULL, lease_until = NULL, run_at = ?,
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ?
+       WHERE ${guard(policy)}
+       RETURNING ${COLUMNS}`,
+      [now, now, ...guardBindings(policy, id, presented, now)],
+    ),
+  );
+  return rows[0] ? rowToJob(rows[0]) : explainRefusal(trx, policy, id, presented, now);
+}
+
+/**
+ * How often a refused cancel or retry is tried again when the read that explains it finds the
+ * job back in a state the write takes. Only PostgreSQL can see that (READ COMMITTED: another
+ * transaction committed between the two statements); SQLite's write lock rules it out.
+ */
+const LIFECYCLE_TRIES = 3;
+
+/**
+ * `cancel`: one conditional UPDATE taking only live jobs (rules.cancelled). The holder of a
+ * cancelled lease is fenced by the status alone: every guarded write needs `leased`. A refusal
+ * is read to tell the answers apart (rules.cancelDisposition): a dead job, cancelled or not, is
+ * answered unchanged; a done one is `job_finished`.
+ */
+export async function cancelIn(trx: Executor, id: string, reason: string | undefined, now: number): Promise<Job> {
+  for (let tries = 0; tries < LIFECYCLE_TRIES; tries++) {
+    const rows = rowsOf(
+      await trx.raw(
+        `UPDATE queue_jobs
+           SET status = 'dead', dead_reason = 'cancelled', lease_until = NULL,
+               last_error = COALESCE(?, last_error), updated_at = ?
+         WHERE id = ? AND status IN ('pending', 'leased')
+         RETURNING ${COLUMNS}`,
+        [reason ?? null, now, id],
+      ),
+    );
+    if (rows[0]) return rowToJob(rows[0]);
+    const job = await getIn(trx, id);
+    if (!job) throw unknownJobError(id);
+    const disposition = cancelDisposition(job);
+    if (disposition === 'finished') throw jobFinishedError(job);
+    if (disposition === 'unchanged') return job;
+  }
+  throw changingJobError(id, 'cancelled');
+}
+
+/**
+ * `retry`: one conditional UPDATE taking only a dead job whose deadline is ahead
+ * (rules.retried). The token is not in the SET list: it is never reset, so every holder from
+ * before the job died stays fenced. A refusal is read only to say why (rules.retryRefusal).
+ */
+export async function retryIn(trx: Executor, id: string, input: RetryInput, now: number): Promise<Job> {
+  for (let tries = 0; tries < LIFECYCLE_TRIES; tries++) {
+    const rows = rowsOf(
+      await trx.raw(
+        `UPDATE queue_jobs
+           SET status = 'pending', owner = NULL, lease_until = NULL, attempts = 0, dead_reason = NULL,
+               max_attempts = COALESCE(?, max_attempts), run_at = ?, updated_at = ?
+         WHERE id = ? AND status = 'dead' AND (deadline IS NULL OR deadline > ?)
+         RETURNING ${COLUMNS}`,
+        [input.maxAttempts ?? null, input.runAt ?? now, now, id, now],
+      ),
+    );
+    if (rows[0]) return rowToJob(rows[0]);
+    const job = await getIn(trx, id);
+    if (!job) throw unknownJobError(id);
+    const refusal = retryRefusal(job, now);
+    if (refusal === 'not_dead') throw notDeadError(job);
+    if (refusal === 'deadline_passed') throw retryDeadlineError(job, now);
+  }
+  throw changingJobError(id, 'retried');
+}
+
+function changingJobError(id: string, what: string): QueueError {
+  return new QueueError(
+    'queue_unavailable',
+    `Job "${id}" kept changing under concurrent requests while it was being ${what}; retry the request.`,
+    { id },
+  );
+}

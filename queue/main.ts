@@ -42,7 +42,10 @@ export function queueCommand(): Command {
       ),
     )
     .addOption(
-      new Option('--late-finish <policy>', 'whether the current token may finish after its lease expired, if nobody claimed since')
+      new Option(
+        '--late-finish <policy>',
+        'whether the current token may finish after its lease expired, if nobody claimed since',
+      )
         .choices(LATE_FINISH)
         .argParser(oneOf(LATE_FINISH))
         .default('reject'),
@@ -57,7 +60,10 @@ export function queueCommand(): Command {
         .default(2),
     )
     .addOption(logLevelOption())
-    .addHelpText('after', '\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".')
+    .addHelpText(
+      'after',
+      '\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".',
+    )
     .action(async (flags: QueueFlags) => {
       await runQueue(flags);
     });

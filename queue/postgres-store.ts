@@ -60,7 +60,11 @@ const PICK_SQL = `WITH pending AS (
   SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS best
   ORDER BY priority DESC, run_at, seq LIMIT ?`;
 
-export function postgresDialect(options: { schema: string | undefined; clock?: Clock; retryBudgetMs: number }): Dialect {
+export function postgresDialect(options: {
+  schema: string | undefined;
+  clock?: Clock;
+  retryBudgetMs: number;
+}): Dialect {
   const { clock, schema, retryBudgetMs } = options;
   const now = async (executor: Executor): Promise<number> => {
     if (clock) return clock.now();

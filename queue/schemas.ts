@@ -19,6 +19,10 @@ const leaseMs = z
   .int({ error: 'leaseMs must be an integer number of milliseconds' })
   .min(1, 'leaseMs must be at least 1')
   .max(MAX_LEASE_MS, `leaseMs must be at most ${MAX_LEASE_MS} (7 days)`);
+const maxAttempts = z
+  .int({ error: 'maxAttempts must be an integer' })
+  .min(1, 'maxAttempts must be at least 1')
+  .max(1000, 'maxAttempts must be at most 1000');
 
 export const enqueueBody = z.strictObject({
   id: name('id').optional(),
@@ -26,11 +30,7 @@ export const enqueueBody = z.strictObject({
   payload: z.json().optional(),
   deadline: epochMs('deadline').optional(),
   deadlineMs: z.int({ error: 'deadlineMs must be an integer' }).min(1, 'deadlineMs must be at least 1').optional(),
-  maxAttempts: z
-    .int({ error: 'maxAttempts must be an integer' })
-    .min(1, 'maxAttempts must be at least 1')
-    .max(1000, 'maxAttempts must be at most 1000')
-    .default(DEFAULT_MAX_ATTEMPTS),
+  maxAttempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   runAt: epochMs('runAt').optional(),
   priority: z.int({ error: 'priority must be an integer' }).default(0),
 });
@@ -81,6 +81,21 @@ export const failBody = z.strictObject({
 
 export const verifyBody = z.strictObject({ owner: name('owner'), token });
 
+export const releaseBody = z.strictObject({ owner: name('owner'), token });
+
+/** Kept as the job's `lastError`; as long as a fail's `error` may be. */
+export const cancelBody = z.strictObject({
+  reason: z
+    .string({ error: 'reason must be a string saying why the job is cancelled' })
+    .max(64 * 1024, 'reason must be at most 65536 characters')
+    .optional(),
+});
+
+export const retryBody = z.strictObject({
+  maxAttempts: maxAttempts.optional(),
+  runAt: epochMs('runAt').optional(),
+});
+
 export const MAX_VERIFICATIONS = 100;
 
 export const verificationsBody = z.strictObject({
@@ -95,10 +110,17 @@ export const verificationsBody = z.strictObject({
 export const jobIdParam = name('job id');
 
 export const listQuery = z.strictObject({
-  status: z.enum(['pending', 'leased', 'done', 'dead'], { error: 'status must be pending, leased, done or dead' }).optional(),
+  status: z
+    .enum(['pending', 'leased', 'done', 'dead'], { error: 'status must be pending, leased, done or dead' })
+    .optional(),
   limit: z.coerce
     .number()
-    .pipe(z.int({ error: 'limit must be an integer' }).min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000'))
+    .pipe(
+      z
+        .int({ error: 'limit must be an integer' })
+        .min(1, 'limit must be at least 1')
+        .max(1000, 'limit must be at most 1000'),
+    )
     .default(100),
 });
 

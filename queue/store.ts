@@ -1,7 +1,7 @@
 // The queue's storage port. The HTTP app and the worker-facing API speak only to this
 // interface; SQLite (embedded default) and PostgreSQL implement it with the same rules.
 import type { QueueError } from './errors.js';
-import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, Stats } from './types.js';
+import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, RetryInput, Stats } from './types.js';
 
 export interface ListQuery {
   status?: JobStatus | undefined;
@@ -38,6 +38,22 @@ export interface QueueStore {
     leaseMs: number | undefined,
   ): Promise<{ job: Job; next: Lease | null }>;
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job>;
+  /**
+   * Fenced like `finish`: the holder gives the job back, `pending` and claimable now, with the
+   * attempt returned (rules.released). The token is kept, so the next claim issues a higher one.
+   */
+  release(id: string, presented: Presented): Promise<Job>;
+  /**
+   * A `pending` or `leased` job becomes `dead` with `deadReason: "cancelled"` (rules.cancelled);
+   * its holder is refused from then on (`not_leased`). A dead job is answered unchanged; a
+   * `done` one is `job_finished`.
+   */
+  cancel(id: string, reason: string | undefined): Promise<Job>;
+  /**
+   * A `dead` job back to `pending` with a fresh budget of attempts (rules.retried); its token
+   * keeps counting up. `not_dead` for any other job, `deadline_passed` past its deadline.
+   */
+  retry(id: string, input: RetryInput): Promise<Job>;
   /** Read-only check that `presented` is the current lease. */
   verify(id: string, presented: Presented): Promise<Lease>;
   /**
@@ -51,7 +67,7 @@ export interface QueueStore {
   readonly latePolicy: LateFinishPolicy;
   /**
    * Calls `listener` after a commit that may have made a job claimable (an enqueue, a fail
-   * back to pending), in this process — or, on PostgreSQL, in any process on the database.
+   * back to pending, a release, a retry), in this process — or, on PostgreSQL, in any process on the database.
    * Returns the function that unsubscribes. Long-polling claims wait on it.
    */
   onClaimable(listener: () => void): () => void;

@@ -2,15 +2,11 @@
 
 export type JobStatus = 'pending' | 'leased' | 'done' | 'dead';
 
-export type DeadReason = 'attempts_exhausted' | 'deadline_passed';
+/** Why a job is `dead`: quarantined by rule 4 or 5, or cancelled by an operator. */
+export type DeadReason = 'attempts_exhausted' | 'deadline_passed' | 'cancelled';
 
 /** Why a presented lease is not current, in the order the contract checks them. */
-export type StaleReason =
-  | 'not_leased'
-  | 'token_mismatch'
-  | 'owner_mismatch'
-  | 'deadline_passed'
-  | 'lease_expired';
+export type StaleReason = 'not_leased' | 'token_mismatch' | 'owner_mismatch' | 'deadline_passed' | 'lease_expired';
 
 export type LateFinishPolicy = 'reject' | 'if-unclaimed';
 
@@ -72,6 +68,14 @@ export interface NewJob {
   deadlineMs: number | undefined;
   /** The request as sent, kept to recognise a repeated enqueue of the same job. */
   request: string;
+}
+
+/** A validated retry request: a dead job back to `pending`, optionally later or with a new budget. */
+export interface RetryInput {
+  /** Replaces the job's `maxAttempts`; unchanged when left out. */
+  maxAttempts?: number | undefined;
+  /** When the job becomes claimable (epoch ms); the queue's `now` when left out. */
+  runAt?: number | undefined;
 }
 
 export interface Stats {

@@ -2,7 +2,14 @@
 // given the secret) and read back what was recorded. Error answers come back as the same
 // ReceiverError the receiver rendered; an unreachable receiver is `receiver_unavailable`.
 import type http from 'node:http';
-import { checkedTimeoutMs, errorInBody, exchange, keepAliveAgent, urlUnder, type Exchange } from '../platform/exchange.js';
+import {
+  checkedTimeoutMs,
+  errorInBody,
+  exchange,
+  keepAliveAgent,
+  urlUnder,
+  type Exchange,
+} from '../platform/exchange.js';
 import { isReceiverErrorCode, ReceiverError } from './errors.js';
 import type { Effect } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from './signature.js';
@@ -154,7 +161,12 @@ export class ReceiverClient {
 function errorFromResponse(res: JsonResponse): ReceiverError {
   const error = errorInBody(res.body);
   if (error && isReceiverErrorCode(error.code)) {
-    return new ReceiverError(error.code, error.message ?? `The receiver answered ${res.status} ${error.code}.`, error.details, res.status);
+    return new ReceiverError(
+      error.code,
+      error.message ?? `The receiver answered ${res.status} ${error.code}.`,
+      error.details,
+      res.status,
+    );
   }
   return new ReceiverError(
     res.status >= 500 ? 'internal' : 'invalid_request',

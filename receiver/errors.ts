@@ -36,7 +36,13 @@ export class ReceiverError extends ServiceError<ReceiverErrorCode> {
     status?: number,
     options?: ErrorOptions,
   ) {
-    super(code, code === 'injected_fault' && status !== undefined ? status : RECEIVER_ERROR_STATUS[code], message, details, options);
+    super(
+      code,
+      code === 'injected_fault' && status !== undefined ? status : RECEIVER_ERROR_STATUS[code],
+      message,
+      details,
+      options,
+    );
   }
 
   static fromEdge(failure: EdgeFailure): ReceiverError {

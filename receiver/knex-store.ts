@@ -6,7 +6,15 @@ import type { Knex } from 'knex';
 import { isPostgresUnavailable } from '../platform/postgres.js';
 import { isBusyError } from '../platform/sqlite.js';
 import { ReceiverError } from './errors.js';
-import { judge, type Clock, type Effect, type EffectRequest, type JobState, type Judgement, type Outcome } from './rules.js';
+import {
+  judge,
+  type Clock,
+  type Effect,
+  type EffectRequest,
+  type JobState,
+  type Judgement,
+  type Outcome,
+} from './rules.js';
 import type { ApplyEffect, EffectStore, JournalEntry, Recorded, Totals } from './store.js';
 
 /**
@@ -138,7 +146,9 @@ function asAllowed(judgement: Judgement, allowed: readonly Outcome[], request: E
 }
 
 async function appendJournal(executor: Executor, entry: Omit<JournalEntry, 'seq'>): Promise<JournalEntry> {
-  const row = rowsOf(await executor.raw(JOURNAL_SQL, [entry.jobId, entry.qty, entry.token, entry.outcome, entry.at]))[0];
+  const row = rowsOf(
+    await executor.raw(JOURNAL_SQL, [entry.jobId, entry.qty, entry.token, entry.outcome, entry.at]),
+  )[0];
   return { seq: Number(row?.seq), ...entry };
 }
 
@@ -208,21 +218,25 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
     },
 
     async getEffect(jobId) {
-      const row = (await knex(EFFECTS).select(EFFECT_COLUMNS.split(', ')).where({ job_id: jobId }).first().catch(rethrow)) as
-        | Row
-        | undefined;
+      const row = (await knex(EFFECTS)
+        .select(EFFECT_COLUMNS.split(', '))
+        .where({ job_id: jobId })
+        .first()
+        .catch(rethrow)) as Row | undefined;
       return row && toEffect(row);
     },
 
     async totals(): Promise<Totals> {
       const row = (await knex(EFFECTS).count({ effects: '*' }).sum({ qty: 'qty' }).first().catch(rethrow)) as
-        | { effects: number | string; qty: number | string | null }
-        | undefined;
+        { effects: number | string; qty: number | string | null } | undefined;
       return { effects: Number(row?.effects ?? 0), qty: Number(row?.qty ?? 0) };
     },
 
     async journal() {
-      const rows = await knex(JOURNAL).select('seq', 'job_id', 'qty', 'token', 'outcome', 'at').orderBy('seq').catch(rethrow);
+      const rows = await knex(JOURNAL)
+        .select('seq', 'job_id', 'qty', 'token', 'outcome', 'at')
+        .orderBy('seq')
+        .catch(rethrow);
       return (rows as Row[]).map(toJournalEntry);
     },
 

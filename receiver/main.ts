@@ -22,7 +22,9 @@ interface ReceiverFlags {
 
 export function receiverCommand(): Command {
   return leaseholdCommand('receiver')
-    .description("Start the idempotent, fencing receiver: it records each job's effect once and rejects lower fencing tokens.")
+    .description(
+      "Start the idempotent, fencing receiver: it records each job's effect once and rejects lower fencing tokens.",
+    )
     .addOption(portOption(4300))
     .option('--host <host>', 'address to bind to', '127.0.0.1')
     .addOption(
@@ -32,8 +34,14 @@ export function receiverCommand(): Command {
           'Or a postgres:// URL, shared by several receivers; add ?schema=NAME to use that schema (created if missing)',
       ),
     )
-    .addOption(new Option('--secret <secret>', 'shared secret: POST /effects then needs a valid Leasehold-Signature header'))
-    .option('--test-mode', 'enable fault injection with POST /admin/faults and POST /admin/reset (for integration tests)', false)
+    .addOption(
+      new Option('--secret <secret>', 'shared secret: POST /effects then needs a valid Leasehold-Signature header'),
+    )
+    .option(
+      '--test-mode',
+      'enable fault injection with POST /admin/faults and POST /admin/reset (for integration tests)',
+      false,
+    )
     .addOption(journalOption())
     .addOption(logLevelOption())
     .addHelpText(
@@ -42,7 +50,8 @@ export function receiverCommand(): Command {
         'Prefer LEASEHOLD_SECRET to --secret: command lines are visible to other users of the machine.',
     )
     .action(async (flags: ReceiverFlags, command: Command) => {
-      if (flags.secret === '') command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
+      if (flags.secret === '')
+        command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
       await runReceiver(flags);
     });
 }

@@ -47,7 +47,9 @@ export function parseFencingToken(value: string | undefined): number {
   const text = value.trim();
   const shown = JSON.stringify(text.length > MAX_TOKEN_TEXT ? `${text.slice(0, MAX_TOKEN_TEXT)}...` : text);
   if (!/^\d+$/.test(text)) {
-    throw new ReceiverError('invalid_request', `The Fencing-Token header must be an integer >= 1, not ${shown}.`, { field });
+    throw new ReceiverError('invalid_request', `The Fencing-Token header must be an integer >= 1, not ${shown}.`, {
+      field,
+    });
   }
   const token = Number(text);
   if (!Number.isSafeInteger(token)) {
@@ -58,7 +60,11 @@ export function parseFencingToken(value: string | undefined): number {
     );
   }
   if (token < 1) {
-    throw new ReceiverError('invalid_request', `The Fencing-Token header must be >= 1, not ${shown}; tokens start at 1.`, { field });
+    throw new ReceiverError(
+      'invalid_request',
+      `The Fencing-Token header must be >= 1, not ${shown}; tokens start at 1.`,
+      { field },
+    );
   }
   return token;
 }
@@ -79,13 +85,19 @@ const effectBodySchema = z.strictObject(
 /** The body as `{jobId, qty}`; any other field is refused. */
 export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: number } {
   if (raw === undefined || raw.length === 0) {
-    throw new ReceiverError('invalid_request', 'The request body is empty; send a JSON object {"jobId": string, "qty": integer}.');
+    throw new ReceiverError(
+      'invalid_request',
+      'The request body is empty; send a JSON object {"jobId": string, "qty": integer}.',
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    throw new ReceiverError('invalid_request', `The request body is not valid JSON (${(err as Error).message}); send a JSON object.`);
+    throw new ReceiverError(
+      'invalid_request',
+      `The request body is not valid JSON (${(err as Error).message}); send a JSON object.`,
+    );
   }
   return parseWith(effectBodySchema, json, 'request body', ReceiverError.fromEdge);
 }
@@ -139,7 +151,8 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? pino({ level: 'silent' });
   const { store, secret, apply } = options;
-  if (secret !== undefined && secret === '') throw new Error('fencedEffects: secret must not be empty; leave it out to disable signatures.');
+  if (secret !== undefined && secret === '')
+    throw new Error('fencedEffects: secret must not be empty; leave it out to disable signatures.');
 
   /**
    * Records the request, and turns a failure of `apply` into `apply_failed` only after the

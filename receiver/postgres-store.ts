@@ -1,13 +1,7 @@
 // The receiver on PostgreSQL: several receiver processes share one database and still record
 // each job's effect once. The SQL is the knex store's; this dialect adds retries of
 // serialization failures and deadlocks.
-import {
-  checkSchemaName,
-  migrateSerialised,
-  openPostgres,
-  parsePostgresUrl,
-  retryPg,
-} from '../platform/postgres.js';
+import { checkSchemaName, migrateSerialised, openPostgres, parsePostgresUrl, retryPg } from '../platform/postgres.js';
 import { createKnexEffectStore, type EffectDialect, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
 

@@ -68,11 +68,14 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new RangeError(`port must be an integer from 0 to 65535 (0 picks a free port), not ${String(port)}.`);
   }
-  if (options.secret === '') throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
+  if (options.secret === '')
+    throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
   const db = options.db ?? ':memory:';
   if (db === '') throw new RangeError('db must be a file path, ":memory:" or a postgres:// URL.');
   if (looksLikeUrl(db) && !isPostgresUrl(db)) {
-    throw new RangeError(`db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`);
+    throw new RangeError(
+      `db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`,
+    );
   }
   return {
     port,
@@ -108,7 +111,10 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     throw err;
   }
   const { url, port } = listening;
-  logger.info({ url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined }, 'receiver listening');
+  logger.info(
+    { url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined },
+    'receiver listening',
+  );
 
   let closing: Promise<void> | undefined;
   const close = async (graceMs: number) => {

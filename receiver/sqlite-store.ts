@@ -46,7 +46,9 @@ export function sqliteEffectDialect(busyBudgetMs: number): EffectDialect {
       return knexCommitter.submit(work);
     },
     write: (knex, work) => {
-      driverCommitter ??= new GroupCommitter((batch) => retryBusy(() => withImmediateTransaction(knex, batch), busyBudgetMs));
+      driverCommitter ??= new GroupCommitter((batch) =>
+        retryBusy(() => withImmediateTransaction(knex, batch), busyBudgetMs),
+      );
       return driverCommitter.submit(work);
     },
   };

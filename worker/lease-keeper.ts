@@ -148,7 +148,13 @@ export class LeaseKeeper {
           this.deps.emit(refusedEvent('renew', id, token, refusal));
           throw this.refused(refusal, 'renew');
         }
-        this.deps.emit({ event: 'call_failed', op: 'renew', job: id, token, error: err instanceof Error ? err.message : String(err) });
+        this.deps.emit({
+          event: 'call_failed',
+          op: 'renew',
+          job: id,
+          token,
+          error: err instanceof Error ? err.message : String(err),
+        });
         throw err;
       },
     );

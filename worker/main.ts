@@ -34,29 +34,55 @@ export function workerCommand(): Command {
     .option('--gateway <url>', "the gateway's base URL (every effect goes through it)", 'http://127.0.0.1:4200')
     .option('--name <name>', 'the owner name this worker claims as', `${hostname()}-${process.pid}`)
     .addOption(
-      new Option('--lease-ms <ms>', `lease asked for on each claim; renewed every max(100, lease/3) ms and before sending (at least ${MIN_LEASE_MS})`)
+      new Option(
+        '--lease-ms <ms>',
+        `lease asked for on each claim; renewed every max(100, lease/3) ms and before sending (at least ${MIN_LEASE_MS})`,
+      )
         .argParser(integerAtLeast(MIN_LEASE_MS))
         .default(WORKER_DEFAULTS.leaseMs),
     )
-    .addOption(new Option('--poll-ms <ms>', 'wait between claims while the queue has nothing claimable').argParser(integerAtLeast(10)).default(WORKER_DEFAULTS.pollMs))
-    .addOption(new Option('--work-ms <ms>', "simulated work before each job's send (stops when the lease is lost)").argParser(integerAtLeast(0)).default(0))
-    .addOption(new Option('--max-jobs <n>', 'exit after this many claims (default: run until stopped)').argParser(integerAtLeast(1)))
     .addOption(
-      new Option('--drain-ms <ms>', 'on SIGTERM/SIGINT, how long the job in hand may still run before it is handed back to the queue')
+      new Option('--poll-ms <ms>', 'wait between claims while the queue has nothing claimable')
+        .argParser(integerAtLeast(10))
+        .default(WORKER_DEFAULTS.pollMs),
+    )
+    .addOption(
+      new Option('--work-ms <ms>', "simulated work before each job's send (stops when the lease is lost)")
+        .argParser(integerAtLeast(0))
+        .default(0),
+    )
+    .addOption(
+      new Option('--max-jobs <n>', 'exit after this many claims (default: run until stopped)').argParser(
+        integerAtLeast(1),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--drain-ms <ms>',
+        'on SIGTERM/SIGINT, how long the job in hand may still run before it is handed back to the queue',
+      )
         .argParser(integerAtLeast(0))
         .default(WORKER_DEFAULTS.drainMs),
     )
     .addOption(
-      new Option('--stall-before-send <n,...>', "fault injection: on this worker's n-th job(s), pause after the lease check and before the send")
+      new Option(
+        '--stall-before-send <n,...>',
+        "fault injection: on this worker's n-th job(s), pause after the lease check and before the send",
+      )
         .argParser(ordinals)
         .default([], 'none'),
     )
     .addOption(
-      new Option('--stall-before-finish <n,...>', "fault injection: on this worker's n-th job(s), pause after the work and before the finish")
+      new Option(
+        '--stall-before-finish <n,...>',
+        "fault injection: on this worker's n-th job(s), pause after the work and before the finish",
+      )
         .argParser(ordinals)
         .default([], 'none'),
     )
-    .addOption(new Option('--stall-ms <ms>', 'length of each injected pause').argParser(integerAtLeast(1)).default(1_000))
+    .addOption(
+      new Option('--stall-ms <ms>', 'length of each injected pause').argParser(integerAtLeast(1)).default(1_000),
+    )
     .addOption(logLevelOption('level of the JSON logs written to stderr (the events go to stdout)'))
     .addHelpText(
       'after',
@@ -76,12 +102,19 @@ export function workerCommand(): Command {
         'retryInMs 0, so another worker can take it at once); exit code 0. A second signal exits at once (1).',
         '',
         'The stall flags exist for the demo: they hold the worker at the point where a pause hurts most, so the',
-        "demo can freeze it there (SIGSTOP) and show that what it does after waking up is refused.",
+        'demo can freeze it there (SIGSTOP) and show that what it does after waking up is refused.',
       ].join('\n'),
     )
     .action(async (flags: WorkerFlags, command: Command) => {
       checkOptions(command, FLAG_NAMES, () =>
-        resolveWorkerOptions({ queueUrl: flags.queue, gatewayUrl: flags.gateway, name: flags.name, leaseMs: flags.leaseMs, pollMs: flags.pollMs, drainMs: flags.drainMs }),
+        resolveWorkerOptions({
+          queueUrl: flags.queue,
+          gatewayUrl: flags.gateway,
+          name: flags.name,
+          leaseMs: flags.leaseMs,
+          pollMs: flags.pollMs,
+          drainMs: flags.drainMs,
+        }),
       );
       await runWorkerProcess(flags);
     });
@@ -106,7 +139,10 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
     stopping = true;
-    logger.info({ signal, drainMs: flags.drainMs }, `${signal} received: no new claims; the job in hand has ${flags.drainMs} ms to end`);
+    logger.info(
+      { signal, drainMs: flags.drainMs },
+      `${signal} received: no new claims; the job in hand has ${flags.drainMs} ms to end`,
+    );
     // The drain, a hand-back and a margin; then exit regardless.
     setTimeout(() => process.exit(1), flags.drainMs + 10_000).unref();
     stop.abort();
@@ -121,7 +157,15 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
     // freezes it inside the pause, whose end is then already due when the process resumes.
     // Deliberately not abortable: it models a step the worker cannot interrupt.
     const pause = sleep(flags.stallMs);
-    const stalled: StalledEvent = { t: Date.now(), worker: flags.name, event: 'stalled', job: lease.id, token: lease.token, before, ms: flags.stallMs };
+    const stalled: StalledEvent = {
+      t: Date.now(),
+      worker: flags.name,
+      event: 'stalled',
+      job: lease.id,
+      token: lease.token,
+      before,
+      ms: flags.stallMs,
+    };
     print(stalled);
     await pause;
   };
@@ -149,7 +193,9 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
     });
   } catch (err) {
     logger.debug({ err }, 'stopped on an error');
-    process.stderr.write(`leasehold worker: ${flags.name} stopped on an error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `leasehold worker: ${flags.name} stopped on an error: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     process.exit(1);
   }
   process.exit(0);
@@ -168,7 +214,9 @@ export function sendQtyHandler(workMs: number): Handler {
 function ordinals(value: string): number[] {
   const list = value.split(',').map((part) => Number(part.trim()));
   if (list.length === 0 || list.some((n) => !Number.isSafeInteger(n) || n < 1)) {
-    throw new InvalidArgumentError(`must be job ordinals such as "1" or "1,3" (1 is the first job this worker claims), not ${JSON.stringify(value)}`);
+    throw new InvalidArgumentError(
+      `must be job ordinals such as "1" or "1,3" (1 is the first job this worker claims), not ${JSON.stringify(value)}`,
+    );
   }
   return list;
 }

@@ -1,7 +1,8 @@
 // The worker's decisions as pure functions: how often to renew, when the worker must assume
 // its lease has ended, and which answers from the queue or the gateway mean "not yours any more".
-import { GatewayError } from '../gateway/index.js';
-import { QueueError, type CurrentLease, type Lease, type StaleReason } from '../queue/index.js';
+import { GatewayError } from '../gateway/client.js';
+import { QueueError } from '../queue/client.js';
+import type { CurrentLease, Lease, StaleReason } from '../queue/types.js';
 import type { LossReason } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 
@@ -17,7 +18,11 @@ export function heartbeatIntervalMs(leaseMs: number): number {
  * Only when the deadline capped the lease (`leaseUntil === deadline`) is the queue's
  * `leaseUntil` itself used, which assumes the clocks roughly agree.
  */
-export function estimateLeaseEnd(sentAt: number, leaseMs: number, lease: Pick<Lease, 'leaseUntil' | 'deadline'>): number {
+export function estimateLeaseEnd(
+  sentAt: number,
+  leaseMs: number,
+  lease: Pick<Lease, 'leaseUntil' | 'deadline'>,
+): number {
   const byLength = sentAt + leaseMs;
   const capped = lease.deadline !== null && lease.leaseUntil >= lease.deadline;
   return capped ? Math.min(byLength, lease.leaseUntil) : byLength;
@@ -51,7 +56,10 @@ export function refusalOf(err: unknown): Refusal | null {
   const details = err.details as { reason?: unknown; current?: unknown };
   switch (err.code) {
     case 'stale_lease': {
-      const reason = typeof details.reason === 'string' && STALE_REASONS.has(details.reason) ? (details.reason as StaleReason) : 'not_leased';
+      const reason =
+        typeof details.reason === 'string' && STALE_REASONS.has(details.reason)
+          ? (details.reason as StaleReason)
+          : 'not_leased';
       return { code: err.code, status: err.status, reason, current: currentOf(details.current), message: err.message };
     }
     case 'unknown_job':
@@ -89,7 +97,9 @@ export function refusedEvent(
  */
 export function finishedEarlierBy(refusal: Refusal, owner: string, token: number): boolean {
   const current = refusal.current;
-  return refusal.reason === 'not_leased' && current?.status === 'done' && current.owner === owner && current.token === token;
+  return (
+    refusal.reason === 'not_leased' && current?.status === 'done' && current.owner === owner && current.token === token
+  );
 }
 
 function currentOf(value: unknown): CurrentLease | undefined {
@@ -102,5 +112,5 @@ function currentOf(value: unknown): CurrentLease | undefined {
 /** What a handler's failure is recorded as: its message, or the value itself. */
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;
-  return typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+  return typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
 }

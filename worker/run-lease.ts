@@ -2,7 +2,7 @@
 // when the handler threw — and take the queue's answer as the outcome. A lost lease ends as
 // LeaseLostError and is never finished or failed under.
 import { setTimeout as delay } from 'node:timers/promises';
-import { GatewayError } from '../gateway/index.js';
+import { GatewayError } from '../gateway/client.js';
 import type { Job } from '../queue/types.js';
 import { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
@@ -77,7 +77,10 @@ async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number |
     const amount = qty ?? lease.qty;
     await deps.options.hooks.beforeSend?.(lease);
     try {
-      const sent = await deps.gateway.send({ jobId: lease.id, owner: lease.owner, token: lease.token, qty: amount }, { signal });
+      const sent = await deps.gateway.send(
+        { jobId: lease.id, owner: lease.owner, token: lease.token, qty: amount },
+        { signal },
+      );
       deps.emit({ event: 'sent', ...ref, qty: amount, outcome: sent.outcome, effectToken: sent.effect.token });
       return sent;
     } catch (err) {
@@ -98,7 +101,12 @@ async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number |
           error: err.message,
         });
       } else {
-        deps.emit({ event: 'send_failed', ...ref, code: err instanceof GatewayError ? err.code : 'error', error: errorMessage(err) });
+        deps.emit({
+          event: 'send_failed',
+          ...ref,
+          code: err instanceof GatewayError ? err.code : 'error',
+          error: errorMessage(err),
+        });
       }
       if (refusal) throw keeper.refused(refusal, 'send');
       throw err;
@@ -116,7 +124,12 @@ async function finishJob(keeper: LeaseKeeper, deps: RunLeaseDeps, result: unknow
   return { status: 'finished', lease: keeper.lease, job: settled, result };
 }
 
-async function failJob(keeper: LeaseKeeper, deps: RunLeaseDeps, error: string, retryInMs: number | undefined): Promise<JobOutcome> {
+async function failJob(
+  keeper: LeaseKeeper,
+  deps: RunLeaseDeps,
+  error: string,
+  retryInMs: number | undefined,
+): Promise<JobOutcome> {
   const { id, owner, token } = keeper.lease;
   const body = retryInMs === undefined ? { owner, token, error } : { owner, token, error, retryInMs };
   const settled = await settle(keeper, deps, 'fail', () => deps.queue.fail(id, body));
@@ -148,11 +161,23 @@ async function settle(
       }
       if (refusal) {
         deps.emit(refusedEvent(op, id, token, refusal));
-        return lost(deps, new LeaseLostError({ jobId: id, expected: { owner, token }, during: op, reason: refusal.reason, current: refusal.current }));
+        return lost(
+          deps,
+          new LeaseLostError({
+            jobId: id,
+            expected: { owner, token },
+            during: op,
+            reason: refusal.reason,
+            current: refusal.current,
+          }),
+        );
       }
       deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });
       if (attempt >= MIN_SETTLE_ATTEMPTS && deps.options.clock.now() >= keeper.leaseEndEstimate) {
-        return lost(deps, new LeaseLostError({ jobId: id, expected: { owner, token }, during: op, reason: 'queue_unreachable' }));
+        return lost(
+          deps,
+          new LeaseLostError({ jobId: id, expected: { owner, token }, during: op, reason: 'queue_unreachable' }),
+        );
       }
       await delay(deps.options.retryMs);
     }

@@ -3,7 +3,7 @@
 import http from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { GatewayClient } from '../gateway/client.js';
-import { QueueClient, QueueError } from '../queue/index.js';
+import { QueueClient, QueueError } from '../queue/client.js';
 import type { WorkerEventBody } from './events.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { errorMessage } from './rules.js';
@@ -41,7 +41,8 @@ export class Worker {
     const queueUrl = this.options.queueUrl.href;
     this.queue = this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent });
     // A renewal that hangs is given up after one interval, so the next attempt starts in time.
-    this.renewals = this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent, timeoutMs: this.options.heartbeatMs });
+    this.renewals =
+      this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent, timeoutMs: this.options.heartbeatMs });
     this.gateway = this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent });
   }
 
@@ -78,7 +79,12 @@ export class Worker {
     const summary: WorkerSummary = { claimed: 0, finished: 0, failed: 0, lost: 0 };
     const onStop = () => this.emit({ event: 'stopping' });
     signal?.addEventListener('abort', onStop, { once: true });
-    this.emit({ event: 'started', leaseMs: this.options.leaseMs, heartbeatMs: this.options.heartbeatMs, pollMs: this.options.pollMs });
+    this.emit({
+      event: 'started',
+      leaseMs: this.options.leaseMs,
+      heartbeatMs: this.options.heartbeatMs,
+      pollMs: this.options.pollMs,
+    });
     try {
       while (!signal?.aborted && (maxJobs === undefined || summary.claimed < maxJobs)) {
         let claimed: ClaimedLease | null;

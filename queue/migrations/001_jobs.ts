@@ -26,9 +26,7 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('updated_at').notNullable();
   });
   // A claim walks pending jobs in (priority desc, run_at, seq) order and stops at the first.
-  await knex.raw(
-    `CREATE INDEX queue_jobs_pending ON queue_jobs (priority DESC, run_at, seq) WHERE status = 'pending'`,
-  );
+  await knex.raw(`CREATE INDEX queue_jobs_pending ON queue_jobs (priority DESC, run_at, seq) WHERE status = 'pending'`);
   // Expired leases are found by lease_until.
   await knex.raw(`CREATE INDEX queue_jobs_leased ON queue_jobs (lease_until) WHERE status = 'leased'`);
   // The quarantine sweep looks for live jobs whose deadline has passed.

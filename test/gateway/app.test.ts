@@ -37,7 +37,10 @@ describe('gateway: forwarding a current lease', () => {
     const { app, receiver, leased } = await setup();
     const lease = await leased('job-1', 5);
     // Another path to the receiver already recorded another qty for this job under the same token.
-    const direct = await request(receiver.url).post('/effects').set('Fencing-Token', String(lease.token)).send({ jobId: 'job-1', qty: 6 });
+    const direct = await request(receiver.url)
+      .post('/effects')
+      .set('Fencing-Token', String(lease.token))
+      .send({ jobId: 'job-1', qty: 6 });
     expect(direct.status).toBe(201);
     const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
     expectError(res, 422, 'conflict');
@@ -49,7 +52,10 @@ describe('gateway: forwarding a current lease', () => {
     const { app, receiver, leased } = await setup();
     const lease = await leased('job-1', 5);
     // Another path to the receiver already used a higher token for this job.
-    const direct = await request(receiver.url).post('/effects').set('Fencing-Token', '7').send({ jobId: 'job-1', qty: 5 });
+    const direct = await request(receiver.url)
+      .post('/effects')
+      .set('Fencing-Token', '7')
+      .send({ jobId: 'job-1', qty: 5 });
     expect(direct.status).toBe(201);
     const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
     expectError(res, 409, 'fenced');
@@ -78,7 +84,11 @@ describe('gateway: refusing before anything is forwarded', () => {
     // The current holder goes through; the stale one stays refused afterwards too.
     const ok = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w2', token: current.token, qty: 5 });
     expect(ok.body).toMatchObject({ outcome: 'applied', effect: { token: current.token } });
-    expectError(await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: old.token, qty: 5 }), 409, 'stale_lease');
+    expectError(
+      await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: old.token, qty: 5 }),
+      409,
+      'stale_lease',
+    );
     expect((await receiver.journal()).map((e) => [e.token, e.outcome])).toEqual([[current.token, 'applied']]);
   });
 
@@ -95,7 +105,9 @@ describe('gateway: refusing before anything is forwarded', () => {
   test("a worker presenting someone else's token under its own name is refused (owner_mismatch)", async () => {
     const { app, receiver, leased } = await setup();
     const lease = await leased('job-1', 5, 'w1');
-    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'intruder', token: lease.token, qty: 5 });
+    const res = await request(app)
+      .post('/send')
+      .send({ jobId: 'job-1', owner: 'intruder', token: lease.token, qty: 5 });
     expectError(res, 409, 'stale_lease');
     expect(res.body.error).toMatchObject({
       reason: 'owner_mismatch',
@@ -131,7 +143,9 @@ describe('gateway: refusing before anything is forwarded', () => {
   test('once the effect is applied, a resend with another qty is 422 qty_mismatch from the gateway, not a conflict', async () => {
     const { app, receiver, leased } = await setup();
     const lease = await leased('job-1', 5);
-    expect((await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 })).body.outcome).toBe('applied');
+    expect(
+      (await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 })).body.outcome,
+    ).toBe('applied');
     const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 6 });
     expectError(res, 422, 'qty_mismatch');
     expect(res.body.error).toMatchObject({ jobId: 'job-1', qty: 6, jobQty: 5 });
@@ -153,10 +167,22 @@ describe('gateway: refusing before anything is forwarded', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
     const { app, leased } = await setup({ gateway: { logger } });
     const lease = await leased('job-1', 3);
-    expectError(await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 }), 422, 'qty_mismatch');
+    expectError(
+      await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 }),
+      422,
+      'qty_mismatch',
+    );
     const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(entries.filter((e) => e.msg === 'refused')).toEqual([
-      expect.objectContaining({ level: 30, jobId: 'job-1', owner: 'w1', token: lease.token, outcome: 'qty_mismatch', status: 422, attempts: 0 }),
+      expect.objectContaining({
+        level: 30,
+        jobId: 'job-1',
+        owner: 'w1',
+        token: lease.token,
+        outcome: 'qty_mismatch',
+        status: 422,
+        attempts: 0,
+      }),
     ]);
   });
 
@@ -184,7 +210,9 @@ describe('gateway: refusing before anything is forwarded', () => {
   ])('%s is 400 invalid_request and nothing is forwarded', async (_name, body, phrase) => {
     const { app, receiver, leased } = await setup();
     await leased('job-1', 5);
-    const res = await request(app).post('/send').send(body as object);
+    const res = await request(app)
+      .post('/send')
+      .send(body as object);
     expectError(res, 400, 'invalid_request');
     expect(res.body.error.message).toContain(phrase);
     expect(await receiver.journal()).toEqual([]);
@@ -205,7 +233,11 @@ describe('gateway: refusing before anything is forwarded', () => {
     const body = JSON.stringify({ jobId: 'job-1', owner: 'w1', token: 1, qty: 5 });
     const charset = await request(app).post('/send').set('content-type', 'application/json; charset=latin1').send(body);
     expectError(charset, 415, 'unsupported_media_type');
-    const encoding = await request(app).post('/send').set('content-type', 'application/json').set('content-encoding', 'compress').send(body);
+    const encoding = await request(app)
+      .post('/send')
+      .set('content-type', 'application/json')
+      .set('content-encoding', 'compress')
+      .send(body);
     expectError(encoding, 415, 'unsupported_media_type');
     expect(await receiver.journal()).toEqual([]);
   });
@@ -223,9 +255,15 @@ describe('gateway: signatures', () => {
     const { app, receiver, leased } = await setup({ gateway: { secret: 's3cret' }, receiverSecret: 's3cret' });
     const lease = await leased('job-1', 5);
     const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
-    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({ status: 200, outcome: 'applied' });
+    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({
+      status: 200,
+      outcome: 'applied',
+    });
     // The receiver really checks: an unsigned request straight to it is refused.
-    const unsigned = await request(receiver.url).post('/effects').set('Fencing-Token', '1').send({ jobId: 'job-1', qty: 5 });
+    const unsigned = await request(receiver.url)
+      .post('/effects')
+      .set('Fencing-Token', '1')
+      .send({ jobId: 'job-1', qty: 5 });
     expect(unsigned.status).toBe(401);
     // And one signed with the shared secret, as the gateway does, is accepted.
     const raw = JSON.stringify({ jobId: 'job-1', qty: 5 });

@@ -38,7 +38,10 @@ describe('GatewayClient', () => {
     const { client, leased } = await clientSetup();
     const lease = await leased('job-1', 4);
     const input = { jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 };
-    expect(await client.send(input)).toMatchObject({ outcome: 'applied', effect: { jobId: 'job-1', qty: 4, token: lease.token } });
+    expect(await client.send(input)).toMatchObject({
+      outcome: 'applied',
+      effect: { jobId: 'job-1', qty: 4, token: lease.token },
+    });
     expect((await client.send(input)).outcome).toBe('duplicate');
   });
 
@@ -48,7 +51,11 @@ describe('GatewayClient', () => {
     const err = await rejection(client.send({ jobId: 'job-1', owner: 'w9', token: lease.token, qty: 4 }));
     expect(err).toBeInstanceOf(GatewayError);
     const { code, status, details } = err as GatewayError;
-    expect({ code, status, reason: details.reason }).toEqual({ code: 'stale_lease', status: 409, reason: 'owner_mismatch' });
+    expect({ code, status, reason: details.reason }).toEqual({
+      code: 'stale_lease',
+      status: 409,
+      reason: 'owner_mismatch',
+    });
     expect(details.current).toMatchObject({ owner: 'w1', token: lease.token });
 
     const unknown = (await rejection(client.send({ jobId: 'nope', owner: 'w1', token: 1, qty: 1 }))) as GatewayError;
@@ -61,7 +68,11 @@ describe('GatewayClient', () => {
     const err = await rejection(client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 7 }));
     expect(err).toBeInstanceOf(GatewayError);
     const { code, status, details } = err as GatewayError;
-    expect({ code, status, details }).toEqual({ code: 'qty_mismatch', status: 422, details: { jobId: 'job-1', qty: 7, jobQty: 4 } });
+    expect({ code, status, details }).toEqual({
+      code: 'qty_mismatch',
+      status: 422,
+      details: { jobId: 'job-1', qty: 7, jobQty: 4 },
+    });
     expect((err as GatewayError).message).toContain("Send the job's qty");
     expect(await receiver.journal()).toEqual([]);
   });
@@ -70,14 +81,18 @@ describe('GatewayClient', () => {
     const { client, leased, receiver } = await clientSetup({ receiverTimeoutMs: 400, retryAttempts: 2 });
     const lease = await leased('job-1', 4);
     receiver.faults.fail({ status: 500, count: 2 });
-    const bad = (await rejection(client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }))) as GatewayError;
+    const bad = (await rejection(
+      client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }),
+    )) as GatewayError;
     expect({ code: bad.code, status: bad.status, attempts: bad.details.attempts }).toEqual({
       code: 'upstream_unavailable',
       status: 502,
       attempts: 2,
     });
     receiver.faults.delay({ ms: 3_000, count: 2 });
-    const slow = (await rejection(client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }))) as GatewayError;
+    const slow = (await rejection(
+      client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }),
+    )) as GatewayError;
     expect({ code: slow.code, status: slow.status }).toEqual({ code: 'upstream_unavailable', status: 504 });
   });
 
@@ -100,7 +115,9 @@ describe('GatewayClient', () => {
     const controller = new AbortController();
     const started = Date.now();
     setTimeout(() => controller.abort(new Error('lease lost')), 300);
-    const err = await rejection(client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }, { signal: controller.signal }));
+    const err = await rejection(
+      client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }, { signal: controller.signal }),
+    );
     expect(err).toEqual(new Error('lease lost'));
     expect(Date.now() - started).toBeLessThan(3_000);
   });
@@ -109,7 +126,10 @@ describe('GatewayClient', () => {
     const { client, leased, receiver } = await clientSetup();
     const lease = await leased('job-1', 4);
     const err = await rejection(
-      client.send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 }, { signal: AbortSignal.abort(new Error('gone')) }),
+      client.send(
+        { jobId: 'job-1', owner: 'w1', token: lease.token, qty: 4 },
+        { signal: AbortSignal.abort(new Error('gone')) },
+      ),
     );
     expect(err).toEqual(new Error('gone'));
     expect(await receiver.journal()).toEqual([]);

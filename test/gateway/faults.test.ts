@@ -48,13 +48,17 @@ async function faultSetup(gateway: SetupOptions['gateway'] = {}): Promise<Setup>
   return setup({ gateway: { receiverTimeoutMs: 2_500, retryAttempts: 3, retryBudgetMs: 10_000, ...gateway } });
 }
 
-const send = (s: Setup, token: number, qty = 5) => request(s.app).post('/send').send({ jobId: 'job-1', owner: 'w1', token, qty });
+const send = (s: Setup, token: number, qty = 5) =>
+  request(s.app).post('/send').send({ jobId: 'job-1', owner: 'w1', token, qty });
 
 describe('gateway ↔ receiver faults', () => {
   test('nock intercepts the forwarder on its keep-alive agent (nothing reaches the real receiver)', async () => {
     const s = await faultSetup();
     const lease = await s.leased('job-1', 5);
-    const scope = intercept(s.receiver.url).reply(201, { outcome: 'applied', effect: { jobId: 'job-1', qty: 5, token: 1, appliedAt: 0 } });
+    const scope = intercept(s.receiver.url).reply(201, {
+      outcome: 'applied',
+      effect: { jobId: 'job-1', qty: 5, token: 1, appliedAt: 0 },
+    });
     const res = await send(s, lease.token);
     expect({ status: res.status, outcome: res.body.outcome }).toEqual({ status: 200, outcome: 'applied' });
     expect(scope.isDone()).toBe(true);
@@ -66,10 +70,15 @@ describe('gateway ↔ receiver faults', () => {
     const lease = await s.leased('job-1', 5);
     const scope = intercept(s.receiver.url).delay(10_000).reply(201, {});
     const res = await send(s, lease.token);
-    expect({ status: res.status, body: res.body }, JSON.stringify(res.body)).toMatchObject({ status: 200, body: { outcome: 'applied' } });
+    expect({ status: res.status, body: res.body }, JSON.stringify(res.body)).toMatchObject({
+      status: 200,
+      body: { outcome: 'applied' },
+    });
     expect(res.headers['leasehold-attempts']).toBe('2');
     expect(scope.isDone()).toBe(true);
-    expect(await s.receiver.effects()).toEqual([expect.objectContaining({ jobId: 'job-1', qty: 5, token: lease.token })]);
+    expect(await s.receiver.effects()).toEqual([
+      expect.objectContaining({ jobId: 'job-1', qty: 5, token: lease.token }),
+    ]);
   });
 
   test('a reset after the receiver recorded the effect, then a retry that comes back duplicate', async () => {
@@ -82,7 +91,10 @@ describe('gateway ↔ receiver faults', () => {
     });
     const res = await send(s, lease.token);
     expect(delivered).toEqual([201]);
-    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({ status: 200, outcome: 'duplicate' });
+    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({
+      status: 200,
+      outcome: 'duplicate',
+    });
     expect(res.headers['leasehold-attempts']).toBe('2');
     expect(scope.isDone()).toBe(true);
     expect(await s.receiver.totals()).toEqual({ effects: 1, qty: 5 });
@@ -94,14 +106,19 @@ describe('gateway ↔ receiver faults', () => {
     const lease = await s.leased('job-1', 5);
     s.receiver.faults.drop();
     const res = await send(s, lease.token);
-    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({ status: 200, outcome: 'duplicate' });
+    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({
+      status: 200,
+      outcome: 'duplicate',
+    });
     expect((await s.receiver.journal()).map((e) => e.outcome)).toEqual(['applied', 'duplicate']);
   });
 
   test('a 5xx storm until the attempts are spent: 502 upstream_unavailable saying what happened', async () => {
     const s = await faultSetup();
     const lease = await s.leased('job-1', 5);
-    const scope = intercept(s.receiver.url).times(3).reply(503, { error: { code: 'busy', message: 'locked' } });
+    const scope = intercept(s.receiver.url)
+      .times(3)
+      .reply(503, { error: { code: 'busy', message: 'locked' } });
     const res = await send(s, lease.token);
     expectError(res, 502, 'upstream_unavailable');
     expect(res.body.error.message).toBe(
@@ -113,7 +130,13 @@ describe('gateway ↔ receiver faults', () => {
   });
 
   test('a 5xx storm until the time budget is spent: stops within the budget and says so', async () => {
-    const s = await faultSetup({ retryAttempts: 1_000, retryBudgetMs: 2_000, receiverTimeoutMs: 1_000, backoffBaseMs: 50, backoffMaxMs: 100 });
+    const s = await faultSetup({
+      retryAttempts: 1_000,
+      retryBudgetMs: 2_000,
+      receiverTimeoutMs: 1_000,
+      backoffBaseMs: 50,
+      backoffMaxMs: 100,
+    });
     const lease = await s.leased('job-1', 5);
     let calls = 0;
     intercept(s.receiver.url)
@@ -179,7 +202,11 @@ describe('gateway ↔ receiver faults', () => {
       .persist();
     const res = await send(s, lease.token);
     expectError(res, 409, 'stale_lease');
-    expect(res.body.error).toMatchObject({ reason: 'lease_expired', attempts: 1, failures: [{ kind: 'status', status: 502 }] });
+    expect(res.body.error).toMatchObject({
+      reason: 'lease_expired',
+      attempts: 1,
+      failures: [{ kind: 'status', status: 502 }],
+    });
   });
 
   test('a caller that hangs up mid-retry stops the retries', async () => {

@@ -29,7 +29,11 @@ interface GatewayAnswer {
 }
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: GatewayAnswer }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as GatewayAnswer };
 }
 
@@ -48,11 +52,16 @@ describe('leasehold gateway (process)', () => {
     const receiver = await startProcess('receiver', ['--port', '0', ...receiverArgs]);
     const budgetMs = 5_000;
     const gateway = await startProcess('gateway', [
-      '--port', '0',
-      '--queue', queue.url,
-      '--receiver', receiver.url,
-      '--receiver-timeout-ms', '1000',
-      '--retry-budget-ms', String(budgetMs),
+      '--port',
+      '0',
+      '--queue',
+      queue.url,
+      '--receiver',
+      receiver.url,
+      '--receiver-timeout-ms',
+      '1000',
+      '--retry-budget-ms',
+      String(budgetMs),
     ]);
     expect(gateway.stdout()).toMatch(/^leasehold gateway listening on http:\/\/127\.0\.0\.1:\d+\n$/);
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
@@ -79,7 +88,10 @@ describe('leasehold gateway (process)', () => {
     const again = await startProcess('receiver', ['--port', port, ...receiverArgs]);
     expect(again.url).toBe(receiver.url);
     const up = await post(`${gateway.url}/send`, sendB);
-    expect({ status: up.status, outcome: up.body.outcome }, JSON.stringify(up.body)).toEqual({ status: 200, outcome: 'applied' });
+    expect({ status: up.status, outcome: up.body.outcome }, JSON.stringify(up.body)).toEqual({
+      status: 200,
+      outcome: 'applied',
+    });
     // The effect applied before the kill survived it: resending it is a duplicate.
     expect((await post(`${gateway.url}/send`, sendA)).body.outcome).toBe('duplicate');
     const effects = (await (await fetch(`${again.url}/effects`)).json()) as { effects: Array<{ jobId: string }> };
@@ -95,7 +107,11 @@ describe('leasehold gateway (process)', () => {
       ['job-a', 'duplicate', 1],
     ]);
     for (const line of forwarded) expect(line).toEqual(expect.objectContaining({ token: 1, ms: expect.any(Number) }));
-    expect(logs.find((l) => l.outcome === 'upstream_unavailable')).toMatchObject({ jobId: 'job-b', status: 502, attempts: 3 });
+    expect(logs.find((l) => l.outcome === 'upstream_unavailable')).toMatchObject({
+      jobId: 'job-b',
+      status: 502,
+      attempts: 3,
+    });
     expect(gateway.stdout().trim().split('\n')).toHaveLength(1);
   });
 
@@ -103,11 +119,22 @@ describe('leasehold gateway (process)', () => {
     const dir = tempDir('leasehold-gateway-proc-');
     const queue = await realQueue(dir);
     const env = { LEASEHOLD_SECRET: 'shared-secret' };
-    const receiver = await startProcess('receiver', ['--port', '0', '--db', join(dir, 'receiver.sqlite'), '--log-level', 'warn'], env);
-    const gateway = await startProcess('gateway', ['--port', '0', '--queue', queue.url, '--receiver', receiver.url], env);
+    const receiver = await startProcess(
+      'receiver',
+      ['--port', '0', '--db', join(dir, 'receiver.sqlite'), '--log-level', 'warn'],
+      env,
+    );
+    const gateway = await startProcess(
+      'gateway',
+      ['--port', '0', '--queue', queue.url, '--receiver', receiver.url],
+      env,
+    );
     const lease = await queue.lease('job-a', 3);
     const res = await post(`${gateway.url}/send`, { jobId: 'job-a', owner: 'w1', token: lease.token, qty: 3 });
-    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({ status: 200, outcome: 'applied' });
+    expect({ status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({
+      status: 200,
+      outcome: 'applied',
+    });
     expect(logLines(gateway.stderr()).find((l) => l.msg === 'gateway ready')).toMatchObject({ signed: true });
     expect(gateway.stderr()).not.toContain('shared-secret');
 
@@ -140,7 +167,10 @@ describe('leasehold gateway (process)', () => {
   test.each([
     [['--port', 'x'], '--port'],
     [['--retry-attempts', '0'], 'positive integer'],
-    [['--receiver-timeout-ms', '5000', '--retry-budget-ms', '1000'], '--retry-budget-ms (1000) must be at least --receiver-timeout-ms (5000)'],
+    [
+      ['--receiver-timeout-ms', '5000', '--retry-budget-ms', '1000'],
+      '--retry-budget-ms (1000) must be at least --receiver-timeout-ms (5000)',
+    ],
     [['--queue', 'ftp://example'], '--queue must be an http:// URL'],
     [['--secret', ''], 'the secret is empty'],
   ])('bad flags %j: one line that says what is wrong, exit code 2', async (args, phrase) => {
@@ -155,9 +185,15 @@ describe('leasehold gateway (process)', () => {
     const env = { LEASEHOLD_PORT: String(busy), LEASEHOLD_QUEUE: 'http://127.0.0.1:4999' };
     const gateway = await startProcess('gateway', ['--port', '0'], env);
     expect(new URL(gateway.url).port).not.toBe(String(busy));
-    expect(logLines(gateway.stderr()).find((l) => l.msg === 'gateway ready')).toMatchObject({ service: 'gateway', queue: 'http://127.0.0.1:4999' });
+    expect(logLines(gateway.stderr()).find((l) => l.msg === 'gateway ready')).toMatchObject({
+      service: 'gateway',
+      queue: 'http://127.0.0.1:4999',
+    });
 
     const { code, stderr } = await runCli(['gateway'], env);
-    expect({ code, stderr }).toEqual({ code: 1, stderr: `leasehold gateway: port ${busy} is in use; pick another with --port, or --port 0 for a free one\n` });
+    expect({ code, stderr }).toEqual({
+      code: 1,
+      stderr: `leasehold gateway: port ${busy} is in use; pick another with --port, or --port 0 for a free one\n`,
+    });
   });
 });

@@ -15,7 +15,13 @@ import {
   type RetryPolicy,
 } from '../../gateway/rules.js';
 
-const policy: RetryPolicy = { attempts: 3, budgetMs: 10_000, receiverTimeoutMs: 2_000, backoffBaseMs: 100, backoffMaxMs: 2_000 };
+const policy: RetryPolicy = {
+  attempts: 3,
+  budgetMs: 10_000,
+  receiverTimeoutMs: 2_000,
+  backoffBaseMs: 100,
+  backoffMaxMs: 2_000,
+};
 const response = (status: number, body: unknown): Exchange => ({ kind: 'response', status, headers: {}, body });
 const effect = { jobId: 'j', qty: 1, token: 1, appliedAt: 0 };
 
@@ -76,30 +82,52 @@ describe('backoffMs', () => {
   });
 
   test('never zero, so no retry follows its failure at once', () => {
-    for (const random of [0, 0.1, 0.5, 0.9]) expect(backoffMs(1, random, { backoffBaseMs: 1, backoffMaxMs: 1 })).toBeGreaterThan(0);
+    for (const random of [0, 0.1, 0.5, 0.9])
+      expect(backoffMs(1, random, { backoffBaseMs: 1, backoffMaxMs: 1 })).toBeGreaterThan(0);
   });
 });
 
 describe('shouldRetry', () => {
   const startedAt = 1_000_000;
   test('retries while attempts remain and the retry would start inside the budget', () => {
-    expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 2_000, policy, 100)).toEqual({ retry: true, delayMs: 100 });
+    expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 2_000, policy, 100)).toEqual({
+      retry: true,
+      delayMs: 100,
+    });
     // 9_700 + 100 ms of backoff leaves exactly MIN_ATTEMPT_MS (200 ms) for the attempt.
-    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_700, policy, 100)).toEqual({ retry: true, delayMs: 100 });
+    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_700, policy, 100)).toEqual({
+      retry: true,
+      delayMs: 100,
+    });
   });
 
   test('stops when the retry would leave less than MIN_ATTEMPT_MS for its attempt', () => {
-    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_701, policy, 100)).toEqual({ retry: false, spent: 'time' });
+    expect(shouldRetry({ attempts: 2, startedAt }, startedAt + 9_701, policy, 100)).toEqual({
+      retry: false,
+      spent: 'time',
+    });
   });
 
   test('stops when the attempts are spent', () => {
-    expect(shouldRetry({ attempts: 3, startedAt }, startedAt + 10, policy, 100)).toEqual({ retry: false, spent: 'attempts' });
-    expect(shouldRetry({ attempts: 1, startedAt }, startedAt, { ...policy, attempts: 1 }, 0)).toEqual({ retry: false, spent: 'attempts' });
+    expect(shouldRetry({ attempts: 3, startedAt }, startedAt + 10, policy, 100)).toEqual({
+      retry: false,
+      spent: 'attempts',
+    });
+    expect(shouldRetry({ attempts: 1, startedAt }, startedAt, { ...policy, attempts: 1 }, 0)).toEqual({
+      retry: false,
+      spent: 'attempts',
+    });
   });
 
   test('stops when the retry would start at or after the end of the budget', () => {
-    expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 9_900, policy, 100)).toEqual({ retry: false, spent: 'time' });
-    expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 12_000, policy, 100)).toEqual({ retry: false, spent: 'time' });
+    expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 9_900, policy, 100)).toEqual({
+      retry: false,
+      spent: 'time',
+    });
+    expect(shouldRetry({ attempts: 1, startedAt }, startedAt + 12_000, policy, 100)).toEqual({
+      retry: false,
+      spent: 'time',
+    });
   });
 });
 
@@ -118,7 +146,8 @@ describe('attemptTimeoutMs', () => {
 
 describe('failures: status and message', () => {
   const timeout = (attempt: number): AttemptFailure => failureOf({ kind: 'timeout', timeoutMs: 2_000 }, attempt);
-  const reset = (attempt: number): AttemptFailure => failureOf({ kind: 'reset', code: 'ECONNRESET', message: 'socket hang up' }, attempt);
+  const reset = (attempt: number): AttemptFailure =>
+    failureOf({ kind: 'reset', code: 'ECONNRESET', message: 'socket hang up' }, attempt);
   const refused = (attempt: number): AttemptFailure =>
     failureOf({ kind: 'refused', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }, attempt);
   const busy = (attempt: number): AttemptFailure => failureOf(response(503, { error: { code: 'busy' } }), attempt);

@@ -24,7 +24,9 @@ async function setup(jobs: number) {
 test('twenty overlapping checks take at most a few requests, and each gets its own answer', async () => {
   const { leases, verifier } = await setup(20);
   const answers = await Promise.allSettled(
-    leases.map((lease, i) => verifier.verify(lease.id, { owner: 'w1', token: i % 5 === 0 ? lease.token + 1 : lease.token })),
+    leases.map((lease, i) =>
+      verifier.verify(lease.id, { owner: 'w1', token: i % 5 === 0 ? lease.token + 1 : lease.token }),
+    ),
   );
   answers.forEach((answer, i) => {
     if (i % 5 === 0) {

@@ -23,7 +23,10 @@ export interface Running {
 }
 
 /** Runs `leasehold ...args` to completion (for --help, bad flags, failures to start). */
-export async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const [command = '', ...rest] = args;
   const child = spawnCli(CLI, command, rest, { cwd: ROOT, env: { ...cleanEnv(), ...env } });
   onTestFinished(() => child.signal('SIGKILL'));
@@ -32,11 +35,16 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
 }
 
 /** Starts `leasehold <service> ...args` and resolves once it printed the URL it listens on. */
-export async function startProcess(service: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
+export async function startProcess(
+  service: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Running> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" before these tests.`);
   const child = spawnCli(CLI, service, args, { cwd: ROOT, env: { ...cleanEnv(), ...env } });
   onTestFinished(async ({ task }) => {
-    if (task.result?.state === 'fail') console.error(`${service} ${args.join(' ')}\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`);
+    if (task.result?.state === 'fail')
+      console.error(`${service} ${args.join(' ')}\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`);
     await child.stop('SIGKILL');
   });
   const url = await child.listening(20_000);

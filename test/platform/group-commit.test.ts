@@ -113,7 +113,10 @@ describe('group commit', () => {
         await store.finish(lease.id, lease, null);
         await sleep(2);
       }
-      expect(store.writeStats(), 'a lone writer: as many transactions as writes').toEqual({ transactions: 30, writes: 30 });
+      expect(store.writeStats(), 'a lone writer: as many transactions as writes').toEqual({
+        transactions: 30,
+        writes: 30,
+      });
     });
 
     test('writers answered by one commit that come back at different moments share the next one', async () => {

@@ -6,7 +6,14 @@ import { describe, expect, test } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { errorInBody, urlUnder } from '../../platform/exchange.js';
-import { edgeFailureOf, errorRenderer, jsonBody, parseWith, requestLog, unknownRoute } from '../../platform/http-edge.js';
+import {
+  edgeFailureOf,
+  errorRenderer,
+  jsonBody,
+  parseWith,
+  requestLog,
+  unknownRoute,
+} from '../../platform/http-edge.js';
 import { EDGE_ERROR_STATUS, ServiceError, type EdgeFailure } from '../../platform/service-error.js';
 
 const STATUS = { ...EDGE_ERROR_STATUS, busy: 503 } as const;
@@ -24,7 +31,10 @@ class ToyError extends ServiceError<Code> {
 
 function toyApp() {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'debug' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   const app = express();
   app.use(jsonBody());
   app.use(requestLog(logger));
@@ -39,15 +49,29 @@ function toyApp() {
     throw new ToyError('busy', 'The database stayed locked; retry shortly.', {}, { cause: new Error('SQLITE_BUSY') });
   });
   app.use(unknownRoute(ToyError.fromEdge, 'toy', 'it serves POST /things'));
-  app.use(errorRenderer((err) => (err instanceof ToyError ? err : ToyError.fromEdge(edgeFailureOf(err, 'toy'))), logger));
+  app.use(
+    errorRenderer((err) => (err instanceof ToyError ? err : ToyError.fromEdge(edgeFailureOf(err, 'toy'))), logger),
+  );
   return { http: () => request(app), lines };
 }
 
 describe('the HTTP edge', () => {
   test.each([
     ['broken JSON', {}, '{"name":', 400, 'invalid_request'],
-    ['a charset it cannot read', { 'content-type': 'application/json; charset=latin1' }, '{"name":"a","n":1}', 415, 'unsupported_media_type'],
-    ['a Content-Encoding it cannot read', { 'content-encoding': 'compress' }, '{"name":"a","n":1}', 415, 'unsupported_media_type'],
+    [
+      'a charset it cannot read',
+      { 'content-type': 'application/json; charset=latin1' },
+      '{"name":"a","n":1}',
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'a Content-Encoding it cannot read',
+      { 'content-encoding': 'compress' },
+      '{"name":"a","n":1}',
+      415,
+      'unsupported_media_type',
+    ],
     ['a body over 1 MiB', {}, JSON.stringify({ name: 'x'.repeat(1024 * 1024), n: 1 }), 413, 'payload_too_large'],
   ])('%s is refused in the service error shape', async (_name, headers, body, status, code) => {
     const { http } = toyApp();
@@ -81,12 +105,17 @@ describe('the HTTP edge', () => {
     expect(res.body.error.message).toBe('There is no PUT /things on the toy; it serves POST /things.');
   });
 
-  test('the unexpected is a logged 500 internal; a 5xx with a cause is logged; refusals are the request log\'s', async () => {
+  test("the unexpected is a logged 500 internal; a 5xx with a cause is logged; refusals are the request log's", async () => {
     const { http, lines } = toyApp();
     const crash = await http().get('/crash');
     expect({ status: crash.status, body: crash.body }).toEqual({
       status: 500,
-      body: { error: { code: 'internal', message: 'The toy failed unexpectedly; the error is in its log. Retry the request.' } },
+      body: {
+        error: {
+          code: 'internal',
+          message: 'The toy failed unexpectedly; the error is in its log. Retry the request.',
+        },
+      },
     });
     expect((await http().get('/busy')).status).toBe(503);
     await http().get('/nope');
@@ -112,15 +141,26 @@ describe('the exchange helpers', () => {
       ['http://h:1/prefix/?x=1#frag', ['effects'], 'http://h:1/prefix/effects'],
     ];
     for (const [base, segments, expected] of cases) expect(urlUnder(new URL(base), segments).href, base).toBe(expected);
-    expect(urlUnder(new URL('http://h:1/p/'), ['jobs'], new URLSearchParams({ status: 'pending', limit: '2' })).href).toBe(
-      'http://h:1/p/jobs?status=pending&limit=2',
-    );
+    expect(
+      urlUnder(new URL('http://h:1/p/'), ['jobs'], new URLSearchParams({ status: 'pending', limit: '2' })).href,
+    ).toBe('http://h:1/p/jobs?status=pending&limit=2');
   });
 
   test('errorInBody splits the error object, and is undefined for anything else', () => {
-    expect(errorInBody({ error: { code: 'fenced', message: 'm', token: 3 } })).toEqual({ code: 'fenced', message: 'm', details: { token: 3 } });
+    expect(errorInBody({ error: { code: 'fenced', message: 'm', token: 3 } })).toEqual({
+      code: 'fenced',
+      message: 'm',
+      details: { token: 3 },
+    });
     expect(errorInBody({ error: { code: 'x' } })).toEqual({ code: 'x', message: undefined, details: {} });
-    for (const body of [undefined, null, 'Bad Gateway', { error: 'x' }, { error: { message: 'no code' } }, { error: [1] }]) {
+    for (const body of [
+      undefined,
+      null,
+      'Bad Gateway',
+      { error: 'x' },
+      { error: { message: 'no code' } },
+      { error: [1] },
+    ]) {
       expect(errorInBody(body), JSON.stringify(body)).toBeUndefined();
     }
   });

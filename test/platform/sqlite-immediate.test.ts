@@ -60,8 +60,10 @@ describe('SQLite transactions', () => {
       connection: { filename },
       useNullAsDefault: true,
       pool: {
-        afterCreate: (conn: { exec: (sql: string, cb: (e: Error | null) => void) => void }, done: (e: Error | null, c: unknown) => void) =>
-          conn.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`, (e) => done(e, conn)),
+        afterCreate: (
+          conn: { exec: (sql: string, cb: (e: Error | null) => void) => void },
+          done: (e: Error | null, c: unknown) => void,
+        ) => conn.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`, (e) => done(e, conn)),
       },
     });
     handles.push(deferred);
@@ -118,7 +120,15 @@ describe("the queue store's write path", () => {
       store.knex.on('query', (q: { sql: string }) => seen.push(q.sql.trim().split(/\s+/).slice(0, 2).join(' ')));
       const lease = await store.claim('w1', 60_000);
       await store.finish('a', lease!, null);
-      expect(seen).toEqual(['BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'UPDATE queue_jobs', 'COMMIT', 'BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'COMMIT']);
+      expect(seen).toEqual([
+        'BEGIN IMMEDIATE',
+        'UPDATE queue_jobs',
+        'UPDATE queue_jobs',
+        'COMMIT',
+        'BEGIN IMMEDIATE',
+        'UPDATE queue_jobs',
+        'COMMIT',
+      ]);
     } finally {
       await store.close();
     }

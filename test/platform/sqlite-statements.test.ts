@@ -21,13 +21,23 @@ async function setup(): Promise<Knex> {
 }
 
 /** `promise`'s outcome, or a failure naming what hung: a hang must fail the test, not time it out. */
-async function settledWithin<T>(what: string, promise: Promise<T>, ms = 3_000): Promise<{ value: T } | { error: unknown }> {
+async function settledWithin<T>(
+  what: string,
+  promise: Promise<T>,
+  ms = 3_000,
+): Promise<{ value: T } | { error: unknown }> {
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`expected ${what} to settle, but it had no answer after ${ms} ms`)), ms);
   });
   try {
-    return await Promise.race([promise.then((value) => ({ value }), (error: unknown) => ({ error })), hung]);
+    return await Promise.race([
+      promise.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      ),
+      hung,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -35,7 +45,8 @@ async function settledWithin<T>(what: string, promise: Promise<T>, ms = 3_000): 
 
 async function expectSqlError(what: string, promise: Promise<unknown>, message: RegExp): Promise<void> {
   const outcome = await settledWithin(what, promise);
-  if (!('error' in outcome)) throw new Error(`expected ${what} to fail with ${message}, but it resolved with ${JSON.stringify(outcome.value)}`);
+  if (!('error' in outcome))
+    throw new Error(`expected ${what} to fail with ${message}, but it resolved with ${JSON.stringify(outcome.value)}`);
   expect(String(outcome.error), what).toMatch(message);
 }
 
@@ -75,13 +86,17 @@ describe('SQL that SQLite cannot compile', () => {
     const work = withImmediateTransaction(knex, async (executor) => {
       // Three runs of one statement sent together: the second and third find it in the cache,
       // still being compiled.
-      const runs = [0, 1, 2].map((i) => settledWithin(`run ${i + 1} of 3`, executor.raw('SELECT n FROM nope WHERE n = ?', [i])));
+      const runs = [0, 1, 2].map((i) =>
+        settledWithin(`run ${i + 1} of 3`, executor.raw('SELECT n FROM nope WHERE n = ?', [i])),
+      );
       outcomes.push(...(await Promise.all(runs)));
     });
     expect((await settledWithin('the transaction', work)) as object).not.toHaveProperty('error');
     expect(outcomes).toHaveLength(3);
     for (const outcome of outcomes) {
-      expect('error' in outcome ? String(outcome.error) : `resolved: ${JSON.stringify(outcome)}`).toMatch(/no such table: nope/);
+      expect('error' in outcome ? String(outcome.error) : `resolved: ${JSON.stringify(outcome)}`).toMatch(
+        /no such table: nope/,
+      );
     }
     expect(await knex('counter').select('n')).toEqual([{ n: 0 }]);
   });

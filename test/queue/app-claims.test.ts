@@ -22,7 +22,9 @@ async function setup() {
   opened.push({ store, app });
   const http = () => request(app);
   const enqueue = async (id: string, extra: Record<string, unknown> = {}) => {
-    const res = await http().post('/jobs').send({ id, qty: 1, ...extra });
+    const res = await http()
+      .post('/jobs')
+      .send({ id, qty: 1, ...extra });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
   };
   return { http, store, clock, enqueue };
@@ -68,7 +70,13 @@ describe('POST /claims with max and waitMs', () => {
   ])('%s is 400 and claims nothing', async (_name, extra) => {
     const { http, enqueue, store } = await setup();
     await enqueue('kept');
-    expectError(await http().post('/claims').send({ owner: 'w1', ...extra }), 400, 'invalid_request');
+    expectError(
+      await http()
+        .post('/claims')
+        .send({ owner: 'w1', ...extra }),
+      400,
+      'invalid_request',
+    );
     expect((await store.get('kept'))?.status).toBe('pending');
   });
 
@@ -101,7 +109,9 @@ describe('POST /jobs/:id/finish with next', () => {
     expect(res.body.job).toMatchObject({ id: 'one', status: 'done', result: 7 });
     expect(res.body.next).toMatchObject({ id: 'two', owner: 'w1', token: 1 });
     expect((await store.get('two'))?.status).toBe('leased');
-    const last = await http().post('/jobs/two/finish').send({ owner: 'w1', token: 1, next: { leaseMs: 500 } });
+    const last = await http()
+      .post('/jobs/two/finish')
+      .send({ owner: 'w1', token: 1, next: { leaseMs: 500 } });
     expect(last.body).toMatchObject({ job: { id: 'two', status: 'done' }, next: null });
   });
 
@@ -120,8 +130,18 @@ describe('POST /jobs/:id/finish with next', () => {
     const { http, enqueue } = await setup();
     await enqueue('x');
     await http().post('/claims').send({ owner: 'w1' });
-    expectError(await http().post('/jobs/x/finish').send({ owner: 'w1', token: 1, next: 'yes' }), 400, 'invalid_request');
-    expectError(await http().post('/jobs/x/finish').send({ owner: 'w1', token: 1, next: { leaseMs: 0 } }), 400, 'invalid_request');
+    expectError(
+      await http().post('/jobs/x/finish').send({ owner: 'w1', token: 1, next: 'yes' }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await http()
+        .post('/jobs/x/finish')
+        .send({ owner: 'w1', token: 1, next: { leaseMs: 0 } }),
+      400,
+      'invalid_request',
+    );
   });
 });
 

@@ -39,10 +39,14 @@ describe('queue HTTP API', () => {
 
   test('POST /jobs: 201, same body again 200, different body 409 job_exists', async () => {
     const { http } = await setup();
-    const first = await http().post('/jobs').send({ id: 'a', qty: 2, payload: { x: 1 } });
+    const first = await http()
+      .post('/jobs')
+      .send({ id: 'a', qty: 2, payload: { x: 1 } });
     expect(first.status).toBe(201);
     expect(first.body.job).toMatchObject({ id: 'a', qty: 2, payload: { x: 1 }, status: 'pending', token: 0 });
-    const again = await http().post('/jobs').send({ payload: { x: 1 }, qty: 2, id: 'a' });
+    const again = await http()
+      .post('/jobs')
+      .send({ payload: { x: 1 }, qty: 2, id: 'a' });
     expect(again.status).toBe(200);
     expect(again.body.job.createdAt).toBe(first.body.job.createdAt);
     expectError(await http().post('/jobs').send({ id: 'a', qty: 3 }), 409, 'job_exists');
@@ -69,13 +73,23 @@ describe('queue HTTP API', () => {
     ['body is an array', [1, 2]],
   ])('POST /jobs rejects %s with 400 and stores nothing', async (_name, body) => {
     const { http } = await setup();
-    expectError(await http().post('/jobs').send(body as object), 400, 'invalid_request');
+    expectError(
+      await http()
+        .post('/jobs')
+        .send(body as object),
+      400,
+      'invalid_request',
+    );
     expect((await http().get('/stats')).body).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
   });
 
   test('broken JSON is 400, a body over 1 MiB is 413', async () => {
     const { http } = await setup();
-    expectError(await http().post('/jobs').set('content-type', 'application/json').send('{"qty": 1,'), 400, 'invalid_request');
+    expectError(
+      await http().post('/jobs').set('content-type', 'application/json').send('{"qty": 1,'),
+      400,
+      'invalid_request',
+    );
     const big = { qty: 1, payload: 'x'.repeat(1024 * 1024 + 10) };
     expectError(await http().post('/jobs').send(big), 413, 'payload_too_large');
     expect((await http().get('/stats')).body.pending).toBe(0);
@@ -84,8 +98,16 @@ describe('queue HTTP API', () => {
   test('a charset or Content-Encoding it cannot read is 415 unsupported_media_type', async () => {
     const { http } = await setup();
     const body = JSON.stringify({ qty: 1 });
-    expectError(await http().post('/jobs').set('content-type', 'application/json; charset=latin1').send(body), 415, 'unsupported_media_type');
-    expectError(await http().post('/jobs').set('content-type', 'application/json').set('content-encoding', 'compress').send(body), 415, 'unsupported_media_type');
+    expectError(
+      await http().post('/jobs').set('content-type', 'application/json; charset=latin1').send(body),
+      415,
+      'unsupported_media_type',
+    );
+    expectError(
+      await http().post('/jobs').set('content-type', 'application/json').set('content-encoding', 'compress').send(body),
+      415,
+      'unsupported_media_type',
+    );
     expect((await http().get('/stats')).body.pending).toBe(0);
   });
 
@@ -128,7 +150,9 @@ describe('queue HTTP API', () => {
     const verify = await http().post('/jobs/a/verify').send({ owner: 'w1', token: lease.token });
     expect(verify.status).toBe(200);
     expect(verify.body.lease.token).toBe(lease.token);
-    const finish = await http().post('/jobs/a/finish').send({ owner: 'w1', token: lease.token, result: { n: 1 } });
+    const finish = await http()
+      .post('/jobs/a/finish')
+      .send({ owner: 'w1', token: lease.token, result: { n: 1 } });
     expect(finish.status).toBe(200);
     expect(finish.body.job).toMatchObject({ status: 'done', result: { n: 1 } });
     expect((await http().get('/jobs/a')).body.job.status).toBe('done');
@@ -159,7 +183,9 @@ describe('queue HTTP API', () => {
     const { http, clock, claim } = await setup();
     await http().post('/jobs').send({ id: 'a', qty: 1, maxAttempts: 2 });
     let lease = await claim();
-    const first = await http().post('/jobs/a/fail').send({ owner: 'w1', token: lease.token, error: 'e1', retryInMs: 100 });
+    const first = await http()
+      .post('/jobs/a/fail')
+      .send({ owner: 'w1', token: lease.token, error: 'e1', retryInMs: 100 });
     expect(first.status).toBe(200);
     expect(first.body.job).toMatchObject({ status: 'pending', runAt: clock.now() + 100, lastError: 'e1' });
     clock.advance(100);

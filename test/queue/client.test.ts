@@ -35,7 +35,8 @@ function clientWithAgent(url: string): { client: QueueClient; agent: http.Agent 
 }
 
 function socketCount(agent: http.Agent): number {
-  const count = (sockets: NodeJS.ReadOnlyDict<unknown[]>) => Object.values(sockets).reduce((n, list) => n + (list?.length ?? 0), 0);
+  const count = (sockets: NodeJS.ReadOnlyDict<unknown[]>) =>
+    Object.values(sockets).reduce((n, list) => n + (list?.length ?? 0), 0);
   return count(agent.sockets) + count(agent.freeSockets) + count(agent.requests);
 }
 
@@ -69,7 +70,11 @@ test('refusals come back as the same QueueError with their details', async () =>
   await client.claim('w1', 5_000);
   const err = await client.finish('a', { owner: 'w1', token: 7 }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(QueueError);
-  expect(err).toMatchObject({ code: 'stale_lease', status: 409, details: { reason: 'token_mismatch', expected: { token: 7 } } });
+  expect(err).toMatchObject({
+    code: 'stale_lease',
+    status: 409,
+    details: { reason: 'token_mismatch', expected: { token: 7 } },
+  });
   expect(await client.get('nope').catch((e: QueueError) => e.code)).toBe('unknown_job');
 });
 
@@ -87,7 +92,7 @@ test('ids are sent as one path segment, and a base URL with a path keeps it', as
   expect((err as QueueError).message).toContain('GET /prefix/stats');
 });
 
-test('an unreachable queue is queue_unavailable; a body that is not JSON is the caller\'s TypeError', async () => {
+test("an unreachable queue is queue_unavailable; a body that is not JSON is the caller's TypeError", async () => {
   const { service, client } = await setup();
   const bad = client.finish('a', { owner: 'w1', token: 1, result: 10n });
   await expect(bad).rejects.toBeInstanceOf(TypeError);
@@ -101,7 +106,7 @@ test('an unreachable queue is queue_unavailable; a body that is not JSON is the 
   expect(await gone.healthy()).toBe(false);
 });
 
-test('aborting a call in flight rejects it at once with the signal\'s reason, and drops its connection', async () => {
+test("aborting a call in flight rejects it at once with the signal's reason, and drops its connection", async () => {
   const { service, client: plain, db } = await setup();
   const { client, agent } = clientWithAgent(service.url);
   await client.enqueue({ id: 'a', qty: 1 });
@@ -120,10 +125,10 @@ test('aborting a call in flight rejects it at once with the signal\'s reason, an
   const err = await claim.catch((e: unknown) => e);
   const tookMs = performance.now() - abortedAt;
 
-  expect(err, 'rejected with the signal\'s reason itself, not a QueueError').toBe(reason);
-  expect(tookMs, 'ms from abort to rejection (the client\'s timeout is 10 s)').toBeLessThan(500);
+  expect(err, "rejected with the signal's reason itself, not a QueueError").toBe(reason);
+  expect(tookMs, "ms from abort to rejection (the client's timeout is 10 s)").toBeLessThan(500);
   for (let waited = 0; socketCount(agent) > 0 && waited < 2_000; waited += 10) await sleep(10);
-  expect(socketCount(agent), 'the aborted call\'s connection is closed, not pooled').toBe(0);
+  expect(socketCount(agent), "the aborted call's connection is closed, not pooled").toBe(0);
 
   await release();
   // Writes are answered in arrival order: once this enqueue is, the aborted claim has been settled too.
@@ -131,7 +136,10 @@ test('aborting a call in flight rejects it at once with the signal\'s reason, an
   const job = await plain.get('a');
   const seen = job.status === 'pending' ? 'pending' : `${job.status} by ${job.owner} token ${job.token}`;
   expect(['pending', 'leased by w1 token 1'], 'an aborted claim may or may not have been applied').toContain(seen);
-  expect(await client.claim('w2', 60_000), 'the same client works after the abort').toMatchObject({ id: 'b', owner: 'w2' });
+  expect(await client.claim('w2', 60_000), 'the same client works after the abort').toMatchObject({
+    id: 'b',
+    owner: 'w2',
+  });
 });
 
 test('an already-aborted signal rejects every call without sending anything', async () => {
@@ -156,7 +164,7 @@ test('an already-aborted signal rejects every call without sending anything', as
   expect(await plain.stats()).toEqual(before);
 });
 
-test('a per-call timeoutMs overrides the client\'s: queue_unavailable saying it timed out', async () => {
+test("a per-call timeoutMs overrides the client's: queue_unavailable saying it timed out", async () => {
   const { client, db } = await setup();
   await client.enqueue({ id: 'a', qty: 1 });
   const release = await holdWriteLock(db);
@@ -169,7 +177,7 @@ test('a per-call timeoutMs overrides the client\'s: queue_unavailable saying it 
   expect(err).toBeInstanceOf(QueueError);
   expect(err).toMatchObject({ code: 'queue_unavailable', status: 503 });
   expect((err as QueueError).message).toContain('did not answer within 300 ms (timed out)');
-  expect(tookMs, 'ms until the timeout (the client\'s own is 10 s)').toBeGreaterThanOrEqual(290);
+  expect(tookMs, "ms until the timeout (the client's own is 10 s)").toBeGreaterThanOrEqual(290);
   expect(tookMs).toBeLessThan(3_000);
   expect(await client.healthy({ timeoutMs: 5_000 })).toBe(true);
   await expect(client.stats({ timeoutMs: 0 })).rejects.toBeInstanceOf(RangeError);

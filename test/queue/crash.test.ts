@@ -51,7 +51,9 @@ test('kill -9 loses no acknowledged enqueue, claim or finish', async () => {
   for (const id of enqueued) jobs.set(id, await after.get(id).catch(() => undefined as unknown as Job));
   for (const [id, job] of jobs) if (!job) jobs.delete(id);
   const missing = [...enqueued].filter((id) => !jobs.has(id));
-  const lostClaims = [...claimed].filter(([id, token]) => jobs.get(id)?.token !== token || jobs.get(id)?.status === 'pending');
+  const lostClaims = [...claimed].filter(
+    ([id, token]) => jobs.get(id)?.token !== token || jobs.get(id)?.status === 'pending',
+  );
   const lostFinishes = [...finished].filter((id) => jobs.get(id)?.status !== 'done');
   expect({ missing, lostClaims, lostFinishes }).toEqual({ missing: [], lostClaims: [], lostFinishes: [] });
 });

@@ -28,7 +28,10 @@ async function setup(processes: number) {
 
 describe('several processes on one SQLite file', () => {
   test('two processes claiming at the same moment: exactly one lease per job, every round', async () => {
-    const { store, children: [a, b] } = await setup(2);
+    const {
+      store,
+      children: [a, b],
+    } = await setup(2);
     const rounds = 40;
     const problems: string[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -36,7 +39,10 @@ describe('several processes on one SQLite file', () => {
       const at = Date.now() + 40;
       a!.send({ op: 'claim', round, at });
       b!.send({ op: 'claim', round, at });
-      const answers = await Promise.all([a!.next<{ lease: Lease | null; error?: string }>(), b!.next<{ lease: Lease | null; error?: string }>()]);
+      const answers = await Promise.all([
+        a!.next<{ lease: Lease | null; error?: string }>(),
+        b!.next<{ lease: Lease | null; error?: string }>(),
+      ]);
       const leases = answers.map((x) => x.lease).filter((l): l is Lease => l !== null && l !== undefined);
       const errors = answers.map((x) => x.error).filter(Boolean);
       if (errors.length > 0 || leases.length !== 1 || leases[0]!.id !== job.id || leases[0]!.token !== 1) {
@@ -55,19 +61,30 @@ describe('several processes on one SQLite file', () => {
     for (let i = 0; i < total; i++) await store.enqueue(newJobInput({ id: `job-${i}` }));
     for (const w of workers) w.send({ op: 'drain', workMs: 2 });
     const results = await Promise.all(
-      workers.map((w) => w.next<{ claimed: { id: string; token: number }[]; finished: number; errors: string[] }>(120_000)),
+      workers.map((w) =>
+        w.next<{ claimed: { id: string; token: number }[]; finished: number; errors: string[] }>(120_000),
+      ),
     );
     const claimed = results.flatMap((r) => r.claimed);
     const ids = claimed.map((c) => c.id);
-    expect(results.flatMap((r) => r.errors), 'errors reported by the processes').toEqual([]);
+    expect(
+      results.flatMap((r) => r.errors),
+      'errors reported by the processes',
+    ).toEqual([]);
     expect(new Set(ids).size, 'distinct jobs claimed').toBe(total);
     expect(ids.length, 'claims in all (a job leased twice would count twice)').toBe(total);
-    expect(claimed.filter((c) => c.token !== 1), 'claims with a token other than 1').toEqual([]);
+    expect(
+      claimed.filter((c) => c.token !== 1),
+      'claims with a token other than 1',
+    ).toEqual([]);
     expect(results.reduce((n, r) => n + r.finished, 0)).toBe(total);
     expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: total, dead: 0 });
     // At least two processes did part of the work, so the run really was concurrent
     // (rollback-journal locking is unfair: one process may be starved for a while).
     const busy = results.filter((r) => r.claimed.length > 0).length;
-    expect(busy, `processes that claimed jobs: ${results.map((r) => r.claimed.length).join(', ')}`).toBeGreaterThanOrEqual(2);
+    expect(
+      busy,
+      `processes that claimed jobs: ${results.map((r) => r.claimed.length).join(', ')}`,
+    ).toBeGreaterThanOrEqual(2);
   });
 });

@@ -19,11 +19,11 @@ const UNREACHABLE = 'postgres://postgres@127.0.0.1:1/test';
 
 describe('postgres URLs', () => {
   test('postgres:// and postgresql:// select PostgreSQL; ?schema= is taken off and the rest kept', () => {
-    expect([isPostgresUrl('postgres://h/db'), isPostgresUrl('postgresql://h/db'), isPostgresUrl('./data/q.sqlite')]).toEqual([
-      true,
-      true,
-      false,
-    ]);
+    expect([
+      isPostgresUrl('postgres://h/db'),
+      isPostgresUrl('postgresql://h/db'),
+      isPostgresUrl('./data/q.sqlite'),
+    ]).toEqual([true, true, false]);
     expect(parsePostgresUrl('postgres://u:p@h:5433/db?schema=lh_1&sslmode=disable')).toEqual({
       connectionString: 'postgres://u:p@h:5433/db?sslmode=disable',
       schema: 'lh_1',
@@ -33,17 +33,23 @@ describe('postgres URLs', () => {
 
   test('a schema name that is not a plain identifier is refused with a reason', () => {
     for (const bad of ['a-b', '1abc', 'x"; DROP TABLE t; --', 'a'.repeat(64)]) {
-      expect(() => parsePostgresUrl(`postgres://h/db?schema=${encodeURIComponent(bad)}`), bad).toThrow(/plain identifier/);
+      expect(() => parsePostgresUrl(`postgres://h/db?schema=${encodeURIComponent(bad)}`), bad).toThrow(
+        /plain identifier/,
+      );
     }
   });
 
   test('passwords never reach logs', () => {
-    expect(redactDb('postgres://app:s3cret@db.internal:5432/jobs?schema=q')).toBe('postgres://app:***@db.internal:5432/jobs?schema=q');
+    expect(redactDb('postgres://app:s3cret@db.internal:5432/jobs?schema=q')).toBe(
+      'postgres://app:***@db.internal:5432/jobs?schema=q',
+    );
     expect(redactDb('./data/queue.sqlite')).toBe('./data/queue.sqlite');
   });
 
   test('a URL of another database is refused, not taken for a SQLite file name', async () => {
-    await expect(openQueueStore({ db: 'mysql://u:pw@h/db' })).rejects.toThrow('Unsupported database URL "mysql://u:***@h/db"');
+    await expect(openQueueStore({ db: 'mysql://u:pw@h/db' })).rejects.toThrow(
+      'Unsupported database URL "mysql://u:***@h/db"',
+    );
     expect(existsSync('mysql:')).toBe(false);
   });
 });
@@ -59,7 +65,9 @@ describe('postgres unreachable', () => {
       postgresDialect({ schema: undefined, retryBudgetMs: 100 }),
     );
     closers.push(() => gone.close());
-    const res = await request(createQueueApp({ store: gone })).post('/claims').send({ owner: 'w1' });
+    const res = await request(createQueueApp({ store: gone }))
+      .post('/claims')
+      .send({ owner: 'w1' });
     expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 503, code: 'queue_unavailable' });
     expect(res.body.error.message).toContain('PostgreSQL');
   });

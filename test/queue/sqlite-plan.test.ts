@@ -1,5 +1,5 @@
-// The claim's row pick walks the partial indexes and stops at the first row: it never reads
-// and sorts every pending job, so a claim costs the same with ten jobs or ten thousand.
+// The claim's row pick walks the partial indexes and stops after the rows it needs: it never
+// reads and sorts every pending job, so a claim costs the same with ten jobs or ten thousand.
 import { expect, test } from 'vitest';
 import { join } from 'node:path';
 import { openSqliteQueueStore } from '../../queue/index.js';
@@ -11,7 +11,7 @@ test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sor
   const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-plan-'), 'q.sqlite') });
   try {
     const { pickSql } = sqliteDialect(fakeClock(), 1_000);
-    const rows: { detail: string }[] = await store.knex.raw(`EXPLAIN QUERY PLAN ${pickSql}`, [0, 0]);
+    const rows: { detail: string }[] = await store.knex.raw(`EXPLAIN QUERY PLAN ${pickSql}`, [0, 1, 0, 1, 1]);
     const lines = rows.map((r) => r.detail);
     const plan = lines.join('\n');
     const pending = lines.findIndex((l) => /SCAN queue_jobs USING (COVERING )?INDEX queue_jobs_pending/.test(l));

@@ -12,7 +12,10 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((s) => s.close()));
 });
 
-async function openStore(url: string, options: Omit<Parameters<typeof openPostgresQueueStore>[0], 'connectionString'> = {}) {
+async function openStore(
+  url: string,
+  options: Omit<Parameters<typeof openPostgresQueueStore>[0], 'connectionString'> = {},
+) {
   const store = await openPostgresQueueStore({ connectionString: url, ...options });
   open.push(store);
   return store;
@@ -68,7 +71,7 @@ describe('queue store: postgres only', () => {
     const leases: Lease[] = [];
     const errors: string[] = [];
     const claimer = async (k: number) => {
-      for (let empty = 0; empty < 3; ) {
+      for (let empty = 0; empty < 3;) {
         const store = stores[k % stores.length]!;
         try {
           const lease = await store.claim(`w${k}`, 60_000);
@@ -88,7 +91,11 @@ describe('queue store: postgres only', () => {
     const perJob = new Map<string, number>();
     for (const lease of leases) perJob.set(lease.id, (perJob.get(lease.id) ?? 0) + 1);
     const leasedTwice = [...perJob].filter(([, n]) => n > 1);
-    expect({ errors, leasedTwice, distinctJobs: perJob.size }).toEqual({ errors: [], leasedTwice: [], distinctJobs: total });
+    expect({ errors, leasedTwice, distinctJobs: perJob.size }).toEqual({
+      errors: [],
+      leasedTwice: [],
+      distinctJobs: total,
+    });
     expect(await stores[1]!.stats()).toEqual({ pending: 0, leased: 0, done: total, dead: 0 });
   });
 
@@ -103,7 +110,9 @@ describe('queue store: postgres only', () => {
     for (let i = 0; i < spent + late; i++) await stores[0]!.claim('first', 1_000);
     clock.advance(5_000);
     const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, k) => stores[k % 3]!.claim(`late-claimer-${k}`, 1_000).then((lease) => lease?.id ?? null)),
+      Array.from({ length: 30 }, (_, k) =>
+        stores[k % 3]!.claim(`late-claimer-${k}`, 1_000).then((lease) => lease?.id ?? null),
+      ),
     );
     expect(answers.filter((id) => id !== null)).toEqual([]);
     // A claim now must still find nothing: whatever a sweep skipped was swept by another.

@@ -348,7 +348,12 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
         expect(second.attempt).toBe(2);
         clock.set(second.leaseUntil);
         expect(await store.claim('w3', 1_000)).toBeNull();
-        expect(await job(id)).toMatchObject({ status: 'dead', deadReason: 'attempts_exhausted', token: 2, attempts: 2 });
+        expect(await job(id)).toMatchObject({
+          status: 'dead',
+          deadReason: 'attempts_exhausted',
+          token: 2,
+          attempts: 2,
+        });
         await rejection(store.finish(id, second, null), 'stale_lease');
       });
 

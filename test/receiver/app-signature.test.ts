@@ -32,18 +32,40 @@ describe('receiver HTTP: signatures', () => {
     expect({ status: again.status, outcome: again.body.outcome }).toEqual({ status: 200, outcome: 'duplicate' });
   });
 
-  const cases: Array<[string, (now: number) => { token: string; body: string; signature: string | undefined }, RegExp]> = [
+  const cases: Array<
+    [string, (now: number) => { token: string; body: string; signature: string | undefined }, RegExp]
+  > = [
     ['missing', () => ({ token: '3', body: BODY, signature: undefined }), /no Leasehold-Signature/],
     ['malformed', () => ({ token: '3', body: BODY, signature: 'garbage' }), /malformed/],
-    ['forged (other secret)', (now) => ({ token: '3', body: BODY, signature: signatureHeader('guess', 3, BODY, now) }), /does not match/],
     [
-      'body altered',
-      (now) => ({ token: '3', body: JSON.stringify({ jobId: 'a', qty: 50 }), signature: signatureHeader(SECRET, 3, BODY, now) }),
+      'forged (other secret)',
+      (now) => ({ token: '3', body: BODY, signature: signatureHeader('guess', 3, BODY, now) }),
       /does not match/,
     ],
-    ['token altered', (now) => ({ token: '9', body: BODY, signature: signatureHeader(SECRET, 3, BODY, now) }), /does not match/],
-    ['expired', (now) => ({ token: '3', body: BODY, signature: signatureHeader(SECRET, 3, BODY, now - 300_001) }), /too old/],
-    ['in the future', (now) => ({ token: '3', body: BODY, signature: signatureHeader(SECRET, 3, BODY, now + 300_001) }), /future/],
+    [
+      'body altered',
+      (now) => ({
+        token: '3',
+        body: JSON.stringify({ jobId: 'a', qty: 50 }),
+        signature: signatureHeader(SECRET, 3, BODY, now),
+      }),
+      /does not match/,
+    ],
+    [
+      'token altered',
+      (now) => ({ token: '9', body: BODY, signature: signatureHeader(SECRET, 3, BODY, now) }),
+      /does not match/,
+    ],
+    [
+      'expired',
+      (now) => ({ token: '3', body: BODY, signature: signatureHeader(SECRET, 3, BODY, now - 300_001) }),
+      /too old/,
+    ],
+    [
+      'in the future',
+      (now) => ({ token: '3', body: BODY, signature: signatureHeader(SECRET, 3, BODY, now + 300_001) }),
+      /future/,
+    ],
   ];
 
   test.each(cases)('%s → 401 invalid_signature, nothing changed', async (_name, make, reason) => {

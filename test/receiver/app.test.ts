@@ -111,7 +111,10 @@ describe('receiver HTTP: reads', () => {
 
   test('an admin body in a charset it cannot read is 415 unsupported_media_type', async () => {
     const { http } = await setup({ testMode: true });
-    const res = await http().post('/admin/faults').set('content-type', 'application/json; charset=latin1').send('{"kind":"drop"}');
+    const res = await http()
+      .post('/admin/faults')
+      .set('content-type', 'application/json; charset=latin1')
+      .send('{"kind":"drop"}');
     expectError(res, 415, 'unsupported_media_type');
     expect((await http().get('/admin/faults')).body).toEqual({ faults: [] });
   });
@@ -134,7 +137,13 @@ describe('receiver HTTP: bad input changes nothing', () => {
     ['fractional token', { 'Fencing-Token': '1.5' }, json({ jobId: 'a', qty: 1 }), 400, 'invalid_request'],
     ['negative token', { 'Fencing-Token': '-1' }, json({ jobId: 'a', qty: 1 }), 400, 'invalid_request'],
     ['token 0', { 'Fencing-Token': '0' }, json({ jobId: 'a', qty: 1 }), 400, 'invalid_request'],
-    ['token beyond 2^53 - 1', { 'Fencing-Token': '9007199254740992' }, json({ jobId: 'a', qty: 1 }), 400, 'invalid_request'],
+    [
+      'token beyond 2^53 - 1',
+      { 'Fencing-Token': '9007199254740992' },
+      json({ jobId: 'a', qty: 1 }),
+      400,
+      'invalid_request',
+    ],
     ['qty missing', { 'Fencing-Token': '1' }, json({ jobId: 'a' }), 400, 'invalid_request'],
     ['qty 0', { 'Fencing-Token': '1' }, json({ jobId: 'a', qty: 0 }), 400, 'invalid_request'],
     ['qty negative', { 'Fencing-Token': '1' }, json({ jobId: 'a', qty: -3 }), 400, 'invalid_request'],
@@ -144,13 +153,31 @@ describe('receiver HTTP: bad input changes nothing', () => {
     ['jobId missing', { 'Fencing-Token': '1' }, json({ qty: 1 }), 400, 'invalid_request'],
     ['jobId empty', { 'Fencing-Token': '1' }, json({ jobId: '', qty: 1 }), 400, 'invalid_request'],
     ['jobId a number', { 'Fencing-Token': '1' }, json({ jobId: 7, qty: 1 }), 400, 'invalid_request'],
-    ['jobId over 256 characters', { 'Fencing-Token': '1' }, json({ jobId: 'j'.repeat(257), qty: 1 }), 400, 'invalid_request'],
+    [
+      'jobId over 256 characters',
+      { 'Fencing-Token': '1' },
+      json({ jobId: 'j'.repeat(257), qty: 1 }),
+      400,
+      'invalid_request',
+    ],
     ['unknown field', { 'Fencing-Token': '1' }, json({ jobId: 'a', qty: 1, qyt: 2 }), 400, 'invalid_request'],
     ['broken JSON', { 'Fencing-Token': '1' }, '{"jobId":"a",', 400, 'invalid_request'],
     ['JSON array', { 'Fencing-Token': '1' }, '[1,2]', 400, 'invalid_request'],
     ['empty body', { 'Fencing-Token': '1' }, '', 400, 'invalid_request'],
-    ['unreadable Content-Encoding', { 'Fencing-Token': '1', 'Content-Encoding': 'compress' }, json({ jobId: 'a', qty: 1 }), 415, 'unsupported_media_type'],
-    ['body over 1 MiB', { 'Fencing-Token': '1' }, json({ jobId: 'a', qty: 1, pad: 'x'.repeat(1024 * 1024) }), 413, 'payload_too_large'],
+    [
+      'unreadable Content-Encoding',
+      { 'Fencing-Token': '1', 'Content-Encoding': 'compress' },
+      json({ jobId: 'a', qty: 1 }),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'body over 1 MiB',
+      { 'Fencing-Token': '1' },
+      json({ jobId: 'a', qty: 1, pad: 'x'.repeat(1024 * 1024) }),
+      413,
+      'payload_too_large',
+    ],
   ];
 
   test.each(cases)('%s → %i %s', async (_name, headers, body, status, code) => {
@@ -167,7 +194,11 @@ describe('receiver HTTP: bad input changes nothing', () => {
     const json = '{"jobId":"big","qty":1}';
     const body = `${json}${' '.repeat(1024 * 1024 - json.length)}`; // JSON allows trailing white space
     expect(Buffer.byteLength(body)).toBe(1024 * 1024);
-    const res = await http().post('/effects').set('Fencing-Token', '1').set('Content-Type', 'application/json').send(body);
+    const res = await http()
+      .post('/effects')
+      .set('Fencing-Token', '1')
+      .set('Content-Type', 'application/json')
+      .send(body);
     expect({ status: res.status, outcome: res.body.outcome }).toEqual({ status: 201, outcome: 'applied' });
   });
 
@@ -176,6 +207,9 @@ describe('receiver HTTP: bad input changes nothing', () => {
     const res = await post('a', 1.5, 1);
     expect(res.body.error.message).toMatch(/qty must be a positive safe integer/);
     expect(res.body.error.issues).toEqual([{ path: 'qty', message: expect.stringMatching(/qty/) }]);
-    expect((await post('a', 1, 'x')).body.error).toMatchObject({ field: 'Fencing-Token', message: expect.stringMatching(/Fencing-Token/) });
+    expect((await post('a', 1, 'x')).body.error).toMatchObject({
+      field: 'Fencing-Token',
+      message: expect.stringMatching(/Fencing-Token/),
+    });
   });
 });

@@ -27,8 +27,14 @@ describe('ReceiverClient', () => {
   test('record: applied, then a duplicate of the same effect', async () => {
     const { client, receiver } = await setup();
     const applied = await client.record({ jobId: 'j1', qty: 4 }, { token: 2 });
-    expect(applied).toEqual({ outcome: 'applied', effect: { jobId: 'j1', qty: 4, token: 2, appliedAt: expect.any(Number) } });
-    expect(await client.record({ jobId: 'j1', qty: 4 }, { token: 3 })).toEqual({ outcome: 'duplicate', effect: applied.effect });
+    expect(applied).toEqual({
+      outcome: 'applied',
+      effect: { jobId: 'j1', qty: 4, token: 2, appliedAt: expect.any(Number) },
+    });
+    expect(await client.record({ jobId: 'j1', qty: 4 }, { token: 3 })).toEqual({
+      outcome: 'duplicate',
+      effect: applied.effect,
+    });
     expect(await receiver.effects()).toEqual([applied.effect]);
   });
 
@@ -88,15 +94,20 @@ describe('ReceiverClient', () => {
 
   test('against a receiver with a secret: signed with the secret it is applied; unsigned or signed wrongly it is invalid_signature', async () => {
     const { client, receiver } = await setup({ secret: 's3cret' });
-    expect(await client.record({ jobId: 'j1', qty: 1 }, { token: 1, secret: 's3cret' })).toMatchObject({ outcome: 'applied' });
+    expect(await client.record({ jobId: 'j1', qty: 1 }, { token: 1, secret: 's3cret' })).toMatchObject({
+      outcome: 'applied',
+    });
     for (const options of [{ token: 2 }, { token: 2, secret: 'other' }, { token: 2, signature: 't=1,v1=00' }]) {
       const err = await rejection(client.record({ jobId: 'j2', qty: 1 }, options));
-      expect({ code: err.code, status: err.status }, JSON.stringify(options)).toEqual({ code: 'invalid_signature', status: 401 });
+      expect({ code: err.code, status: err.status }, JSON.stringify(options)).toEqual({
+        code: 'invalid_signature',
+        status: 401,
+      });
     }
     expect((await receiver.effects()).map((e) => e.jobId)).toEqual(['j1']);
-    await expect(client.record({ jobId: 'j3', qty: 1 }, { token: 1, secret: 's3cret', signature: 't=1,v1=00' })).rejects.toThrow(
-      RangeError,
-    );
+    await expect(
+      client.record({ jobId: 'j3', qty: 1 }, { token: 1, secret: 's3cret', signature: 't=1,v1=00' }),
+    ).rejects.toThrow(RangeError);
   });
 
   test('an injected fault comes back with the status it was given', async () => {

@@ -44,7 +44,10 @@ async function setup(apply: ApplyEffect<Knex.Transaction>, options: { retryBudge
   const applyFailedLogs = () => lines.filter((line) => line.msg === APPLY_FAILED_LOG).map((line) => line.jobId);
   const inventory = async () =>
     Object.fromEntries(
-      ((await db('inventory').select('item', 'qty')) as Array<{ item: string; qty: number }>).map((row) => [row.item, row.qty]),
+      ((await db('inventory').select('item', 'qty')) as Array<{ item: string; qty: number }>).map((row) => [
+        row.item,
+        row.qty,
+      ]),
     );
   const shipments = () => db('shipments').select('job_id', 'qty').orderBy('job_id');
   return { store, db, ship, applyFailedLogs, inventory, shipments };
@@ -72,10 +75,13 @@ describe('fencedEffects on PostgreSQL: what apply throws', () => {
     const deadlockOnFirstCall = async (tx: Knex.Transaction) => {
       const { rows } = (await tx.raw('SELECT pg_backend_pid() AS pid')) as { rows: Array<{ pid: number }> };
       const pid = rows[0]!.pid;
-      const tape = tx('inventory').where({ item: 'tape' }).decrement('qty', 1).then(
-        () => new Error('apply got the tape while the rival held it'),
-        (err: unknown) => err,
-      );
+      const tape = tx('inventory')
+        .where({ item: 'tape' })
+        .decrement('qty', 1)
+        .then(
+          () => new Error('apply got the tape while the rival held it'),
+          (err: unknown) => err,
+        );
       await until('apply waits for the rival', async () => {
         const waiting = (await db.raw('SELECT wait_event_type FROM pg_stat_activity WHERE pid = ?', [pid])) as {
           rows: Array<{ wait_event_type: string | null }>;
@@ -135,7 +141,9 @@ describe('fencedEffects on PostgreSQL: what apply throws', () => {
       async (effect, tx) => {
         calls += 1;
         await shipOrder(effect, tx);
-        await tx.raw("DO $$ BEGIN RAISE EXCEPTION 'the ledger is being reconciled' USING ERRCODE = 'serialization_failure'; END $$");
+        await tx.raw(
+          "DO $$ BEGIN RAISE EXCEPTION 'the ledger is being reconciled' USING ERRCODE = 'serialization_failure'; END $$",
+        );
       },
       // Long enough for a second call on a loaded machine, short enough to give up soon.
       { retryBudgetMs: 1_000 },
@@ -157,7 +165,9 @@ describe('fencedEffects on PostgreSQL: what apply throws', () => {
     await db('shipments').insert({ job_id: 'o-1', qty: 3 });
     const res = await ship('o-1', 3, 1);
     expectError(res, 500, 'apply_failed');
-    expect(res.body.error.message).toBe('The effect for job "o-1" could not be applied, so nothing was recorded; retry the request.');
+    expect(res.body.error.message).toBe(
+      'The effect for job "o-1" could not be applied, so nothing was recorded; retry the request.',
+    );
     expect(calls, 'apply calls').toBe(1);
     expect(applyFailedLogs(), `"${APPLY_FAILED_LOG}" lines, by job`).toEqual(['o-1']);
     expect(await snapshot(store)).toEqual({ effects: [], totals: { effects: 0, qty: 0 }, journal: [] });

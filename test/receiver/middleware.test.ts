@@ -36,7 +36,10 @@ async function setup(options: SetupOptions = {}) {
   const shipments = async (): Promise<Array<{ job_id: string; qty: number }>> => {
     const knex = openSqlite({ filename });
     try {
-      return (await knex('shipments').select('job_id', 'qty').orderBy('job_id')) as Array<{ job_id: string; qty: number }>;
+      return (await knex('shipments').select('job_id', 'qty').orderBy('job_id')) as Array<{
+        job_id: string;
+        qty: number;
+      }>;
     } finally {
       await knex.destroy();
     }

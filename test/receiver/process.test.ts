@@ -47,9 +47,15 @@ describe('leasehold receiver (process)', () => {
     expect(acknowledged.length).toBeGreaterThanOrEqual(20);
 
     const second = await startProcess(['--port', '0', '--db', db, '--log-level', 'warn']);
-    const effects = (await send(second.url, { path: '/effects' })).body.effects as Array<{ jobId: string; qty: number }>;
+    const effects = (await send(second.url, { path: '/effects' })).body.effects as Array<{
+      jobId: string;
+      qty: number;
+    }>;
     const recovered = new Set(effects.map((e) => e.jobId));
-    expect(acknowledged.filter((jobId) => !recovered.has(jobId)), 'acknowledged but lost').toEqual([]);
+    expect(
+      acknowledged.filter((jobId) => !recovered.has(jobId)),
+      'acknowledged but lost',
+    ).toEqual([]);
     const steady = effects.filter((e) => !e.jobId.startsWith('burst-'));
     expect(steady.length).toBe(10);
     expect(steady.reduce((sum, e) => sum + e.qty, 0)).toBe(55);
@@ -89,12 +95,18 @@ describe('leasehold receiver (process)', () => {
 
   test('--test-mode enables the admin routes; LEASEHOLD_SECRET requires signatures', async () => {
     const dir = tempDir('leasehold-receiver-flags-');
-    const plain = await startProcess(['--port', '0', '--db', join(dir, 'plain.sqlite')], { LEASEHOLD_SECRET: 'from-env' });
+    const plain = await startProcess(['--port', '0', '--db', join(dir, 'plain.sqlite')], {
+      LEASEHOLD_SECRET: 'from-env',
+    });
     expectError(await send(plain.url, { method: 'POST', path: '/admin/reset' }), 404, 'not_found');
     expectError(await postEffect(plain.url, { jobId: 'a', qty: 1, token: 1 }), 401, 'invalid_signature');
 
     const testMode = await startProcess(['--port', '0', '--db', join(dir, 'test.sqlite'), '--test-mode']);
-    const queued = await send(testMode.url, { method: 'POST', path: '/admin/faults', body: JSON.stringify({ kind: 'fail', status: 503 }) });
+    const queued = await send(testMode.url, {
+      method: 'POST',
+      path: '/admin/faults',
+      body: JSON.stringify({ kind: 'fail', status: 503 }),
+    });
     expect(queued.status).toBe(200);
     expectError(await postEffect(testMode.url, { jobId: 'a', qty: 1, token: 1 }), 503, 'injected_fault');
   });
@@ -102,13 +114,20 @@ describe('leasehold receiver (process)', () => {
   test('reads LEASEHOLD_PORT, LEASEHOLD_DB and LEASEHOLD_TEST_MODE; --port beats LEASEHOLD_PORT', async () => {
     const dir = tempDir('leasehold-receiver-env-');
     const port = await freePort();
-    const fromEnv = await startProcess([], { LEASEHOLD_PORT: String(port), LEASEHOLD_DB: join(dir, 'env.sqlite'), LEASEHOLD_TEST_MODE: 'true' });
+    const fromEnv = await startProcess([], {
+      LEASEHOLD_PORT: String(port),
+      LEASEHOLD_DB: join(dir, 'env.sqlite'),
+      LEASEHOLD_TEST_MODE: 'true',
+    });
     expect(fromEnv.url).toBe(`http://127.0.0.1:${port}`);
     expect((await send(fromEnv.url, { method: 'POST', path: '/admin/reset' })).status).toBe(200);
     expect(existsSync(join(dir, 'env.sqlite'))).toBe(true);
 
     const busy = await portInUse();
-    const flag = await startProcess(['--port', '0', '--db', join(dir, 'flag.sqlite')], { LEASEHOLD_PORT: String(busy), LEASEHOLD_TEST_MODE: '0' });
+    const flag = await startProcess(['--port', '0', '--db', join(dir, 'flag.sqlite')], {
+      LEASEHOLD_PORT: String(busy),
+      LEASEHOLD_TEST_MODE: '0',
+    });
     expect(new URL(flag.url).port).not.toBe(String(busy));
     expectError(await send(flag.url, { method: 'POST', path: '/admin/reset' }), 404, 'not_found');
   });
@@ -130,7 +149,17 @@ describe('leasehold receiver (process)', () => {
   test('--help explains every flag', async () => {
     const { code, stdout: out } = await runCli(['receiver', '--help']);
     expect(code).toBe(0);
-    for (const flag of ['--port', '--db', '--host', '--secret', '--test-mode', '--log-level', 'LEASEHOLD_SECRET', 'LEASEHOLD_PORT', 'LEASEHOLD_TEST_MODE']) {
+    for (const flag of [
+      '--port',
+      '--db',
+      '--host',
+      '--secret',
+      '--test-mode',
+      '--log-level',
+      'LEASEHOLD_SECRET',
+      'LEASEHOLD_PORT',
+      'LEASEHOLD_TEST_MODE',
+    ]) {
       expect({ flag, present: out.includes(flag) }).toEqual({ flag, present: true });
     }
   });

@@ -23,7 +23,11 @@ describe('judge', () => {
 
   test('same qty and equal token is a duplicate that changes nothing', () => {
     const state = stateOf({ token: 3, highestToken: 5 });
-    expect(judge(state, { jobId: 'job-1', qty: 7, token: 5 }, NOW)).toEqual({ outcome: 'duplicate', changed: false, state });
+    expect(judge(state, { jobId: 'job-1', qty: 7, token: 5 }, NOW)).toEqual({
+      outcome: 'duplicate',
+      changed: false,
+      state,
+    });
   });
 
   test('same qty and higher token is a duplicate that raises the highest token, not the effect token', () => {
@@ -37,7 +41,11 @@ describe('judge', () => {
 
   test('a token lower than the highest is fenced, even with the applied qty', () => {
     const state = stateOf({ token: 3, highestToken: 5 });
-    expect(judge(state, { jobId: 'job-1', qty: 7, token: 4 }, NOW)).toEqual({ outcome: 'fenced', changed: false, state });
+    expect(judge(state, { jobId: 'job-1', qty: 7, token: 4 }, NOW)).toEqual({
+      outcome: 'fenced',
+      changed: false,
+      state,
+    });
   });
 
   test('fenced is decided before qty: lower token with a different qty is fenced, not conflict', () => {
@@ -47,7 +55,15 @@ describe('judge', () => {
 
   test('different qty with an equal or higher token is a conflict that changes nothing', () => {
     const state = stateOf({ token: 5 });
-    expect(judge(state, { jobId: 'job-1', qty: 8, token: 5 }, NOW)).toEqual({ outcome: 'conflict', changed: false, state });
-    expect(judge(state, { jobId: 'job-1', qty: 8, token: 6 }, NOW)).toEqual({ outcome: 'conflict', changed: false, state });
+    expect(judge(state, { jobId: 'job-1', qty: 8, token: 5 }, NOW)).toEqual({
+      outcome: 'conflict',
+      changed: false,
+      state,
+    });
+    expect(judge(state, { jobId: 'job-1', qty: 8, token: 6 }, NOW)).toEqual({
+      outcome: 'conflict',
+      changed: false,
+      state,
+    });
   });
 });

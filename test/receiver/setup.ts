@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { Knex } from 'knex';
 import { pino, type Logger } from 'pino';
-import { openSqliteEffectStore, type EffectStore, type JournalEntry, type Totals, type Effect } from '../../receiver/index.js';
+import {
+  openSqliteEffectStore,
+  type EffectStore,
+  type JournalEntry,
+  type Totals,
+  type Effect,
+} from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -37,12 +43,19 @@ export async function sqliteStore(dir = tempDir('leasehold-receiver-')): Promise
 /** A logger that keeps its JSON lines, parsed, for a test to read. */
 export function capturedLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'info' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { logger, lines };
 }
 
 /** Polls `condition` every 5 ms; fails with `what` if it does not hold within `timeoutMs`. */
-export async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+export async function until(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);

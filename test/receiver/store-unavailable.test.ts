@@ -76,7 +76,10 @@ describe('receiver store: SQLite that stays locked', () => {
     const applyFails = async () => {
       throw new ReceiverError('apply_failed', message);
     };
-    const error = await rejection(recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, fakeClock(), applyFails), 'apply_failed');
+    const error = await rejection(
+      recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, fakeClock(), applyFails),
+      'apply_failed',
+    );
     expect(error.message).toBe(message);
     expect(await store.totals()).toEqual({ effects: 0, qty: 0 });
   });

@@ -33,10 +33,15 @@ describe('receiver store: postgres only', () => {
     const stores = await Promise.all([1, 2, 3, 4].map(() => openStore(url)));
     const clock = fakeClock();
     const jobs = Array.from({ length: 25 }, (_, i) => `job-${i}`);
-    const attempts = jobs.flatMap((jobId) => Array.from({ length: 16 }, (_, i) => ({ jobId, qty: 3, token: 1 + ((i * 5) % 7) })));
+    const attempts = jobs.flatMap((jobId) =>
+      Array.from({ length: 16 }, (_, i) => ({ jobId, qty: 3, token: 1 + ((i * 5) % 7) })),
+    );
     const outcomes = await Promise.all(
       attempts.map((attempt, i) =>
-        recordEffect(stores[i % stores.length]!, attempt, clock).then((r) => ({ ...attempt, outcome: r.judgement.outcome })),
+        recordEffect(stores[i % stores.length]!, attempt, clock).then((r) => ({
+          ...attempt,
+          outcome: r.judgement.outcome,
+        })),
       ),
     );
     const appliedPerJob = jobs.map((jobId) => ({
@@ -49,7 +54,9 @@ describe('receiver store: postgres only', () => {
     expect(journal.length).toBe(attempts.length);
     expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
     // Every job saw token 7 (the highest sent) go through as applied or duplicate, so 6 is fenced now.
-    expect((await recordEffect(stores[1]!, { jobId: 'job-0', qty: 3, token: 6 }, clock)).judgement.outcome).toBe('fenced');
+    expect((await recordEffect(stores[1]!, { jobId: 'job-0', qty: 3, token: 6 }, clock)).judgement.outcome).toBe(
+      'fenced',
+    );
   });
 
   // A refused request takes no write, so only the row lock its refused write keeps can place its
@@ -65,12 +72,20 @@ describe('receiver store: postgres only', () => {
     );
     const outcomes = await Promise.all(
       attempts.map((attempt, i) =>
-        recordEffect(stores[i % stores.length]!, attempt, clock).then((r) => ({ ...attempt, outcome: r.judgement.outcome })),
+        recordEffect(stores[i % stores.length]!, attempt, clock).then((r) => ({
+          ...attempt,
+          outcome: r.judgement.outcome,
+        })),
       ),
     );
-    const appliedPerJob = jobs.map((jobId) => outcomes.filter((o) => o.jobId === jobId && o.outcome === 'applied').length);
+    const appliedPerJob = jobs.map(
+      (jobId) => outcomes.filter((o) => o.jobId === jobId && o.outcome === 'applied').length,
+    );
     expect(appliedPerJob).toEqual(jobs.map(() => 1));
-    expect(outcomes.some((o) => o.outcome === 'conflict'), 'some requests met a different qty').toBe(true);
+    expect(
+      outcomes.some((o) => o.outcome === 'conflict'),
+      'some requests met a different qty',
+    ).toBe(true);
     const journal = await stores[2]!.journal();
     expect(journal.length).toBe(attempts.length);
     expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);

@@ -55,12 +55,19 @@ describe('receiver sqlite group commit', () => {
     closeAfterTest(() => store.close());
     const clock = { now: () => 1_000 };
     const before = changeCounter(filename);
-    const distinct = Array.from({ length: 40 }, (_, i) => recordEffect(store, { jobId: `j${i}`, qty: 1, token: 1 }, clock));
-    const racing = Array.from({ length: 10 }, (_, i) => recordEffect(store, { jobId: 'same', qty: 2, token: 1 + (i % 3) }, clock));
+    const distinct = Array.from({ length: 40 }, (_, i) =>
+      recordEffect(store, { jobId: `j${i}`, qty: 1, token: 1 }, clock),
+    );
+    const racing = Array.from({ length: 10 }, (_, i) =>
+      recordEffect(store, { jobId: 'same', qty: 2, token: 1 + (i % 3) }, clock),
+    );
     const results = await Promise.all([...distinct, ...racing]);
     const commits = changeCounter(filename) - before;
     expect(results.slice(0, 40).every((r) => r.judgement.outcome === 'applied')).toBe(true);
-    expect(results.slice(40).filter((r) => r.judgement.outcome === 'applied').length, 'applied for the racing job').toBe(1);
+    expect(
+      results.slice(40).filter((r) => r.judgement.outcome === 'applied').length,
+      'applied for the racing job',
+    ).toBe(1);
     expect(commits, 'write transactions for 50 requests').toBeLessThan(25);
     expect(await store.totals()).toEqual({ effects: 41, qty: 42 });
   });

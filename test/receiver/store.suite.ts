@@ -72,7 +72,15 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
     test('each recorded judgement is the one judge gives on the state before it, `changed` included', async () => {
       const { store, clock } = await setup();
       let state: JobState | undefined;
-      const requests: Array<[qty: number, token: number]> = [[5, 3], [5, 3], [5, 8], [5, 8], [5, 4], [6, 9], [5, 9]];
+      const requests: Array<[qty: number, token: number]> = [
+        [5, 3],
+        [5, 3],
+        [5, 8],
+        [5, 8],
+        [5, 4],
+        [6, 9],
+        [5, 9],
+      ];
       for (const [qty, token] of requests) {
         clock.advance(1);
         const request = { jobId: 'a', qty, token };
@@ -121,8 +129,12 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       const apply = async (effect: { jobId: string }) => {
         applied.push(effect.jobId);
       };
-      expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, clock, apply)).judgement.outcome).toBe('applied');
-      expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 2 }, clock, apply)).judgement.outcome).toBe('duplicate');
+      expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, clock, apply)).judgement.outcome).toBe(
+        'applied',
+      );
+      expect((await recordEffect(store, { jobId: 'a', qty: 1, token: 2 }, clock, apply)).judgement.outcome).toBe(
+        'duplicate',
+      );
       expect(applied).toEqual(['a']);
     });
 
@@ -145,7 +157,10 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
         await cost('a', 6, 4),
         await cost('b', 1, 1, async () => undefined),
       ];
-      expect(costs.map(({ outcome, statements }) => ({ outcome, statements })), JSON.stringify(costs, null, 1)).toEqual([
+      expect(
+        costs.map(({ outcome, statements }) => ({ outcome, statements })),
+        JSON.stringify(costs, null, 1),
+      ).toEqual([
         { outcome: 'applied', statements: 4 },
         { outcome: 'duplicate', statements: 4 },
         { outcome: 'duplicate', statements: 4 },
@@ -159,7 +174,11 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       const { store, record } = await setup();
       await record('a', 5, 3);
       await store.reset();
-      expect({ effects: await store.listEffects(), totals: await store.totals(), journal: await store.journal() }).toEqual({
+      expect({
+        effects: await store.listEffects(),
+        totals: await store.totals(),
+        journal: await store.journal(),
+      }).toEqual({
         effects: [],
         totals: { effects: 0, qty: 0 },
         journal: [],
@@ -177,7 +196,10 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       );
       const outcomes = await Promise.all(
         attempts.map((attempt, i) =>
-          recordEffect(stores[i % 2]!, attempt, clock).then((r) => ({ jobId: attempt.jobId, outcome: r.judgement.outcome })),
+          recordEffect(stores[i % 2]!, attempt, clock).then((r) => ({
+            jobId: attempt.jobId,
+            outcome: r.judgement.outcome,
+          })),
         ),
       );
       for (const jobId of jobs) {

@@ -21,7 +21,9 @@ const admin = (url: string, path: string, body?: unknown, method = 'POST') =>
   });
 
 /** The error a request failed with, or a description of the answer it got instead. */
-async function failure(promise: Promise<{ status: number; body: unknown }>): Promise<{ code?: string; message: string }> {
+async function failure(
+  promise: Promise<{ status: number; body: unknown }>,
+): Promise<{ code?: string; message: string }> {
   try {
     const res = await promise;
     return { message: `expected a connection error, got ${res.status} ${JSON.stringify(res.body)}` };
@@ -58,7 +60,11 @@ describe('startReceiver as a stub downstream', () => {
     await postEffect(receiver.url, { jobId: 'j1', qty: 4, token: 1 });
     receiver.faults.fail({ count: 3 });
     await receiver.reset();
-    expect({ totals: await receiver.totals(), journal: await receiver.journal(), faults: receiver.faults.pending() }).toEqual({
+    expect({
+      totals: await receiver.totals(),
+      journal: await receiver.journal(),
+      faults: receiver.faults.pending(),
+    }).toEqual({
       totals: { effects: 0, qty: 0 },
       journal: [],
       faults: [],
@@ -97,7 +103,9 @@ describe('startReceiver as a stub downstream', () => {
       delayed: true,
     });
     expect(receiver.faults.pending(), 'one delay queued, one taken').toEqual([]);
-    expect((await postEffect(receiver.url, { jobId: 'slow', qty: 2, token: 1 })).headers['injected-fault']).toBeUndefined();
+    expect(
+      (await postEffect(receiver.url, { jobId: 'slow', qty: 2, token: 1 })).headers['injected-fault'],
+    ).toBeUndefined();
   });
 
   test('fault "drop": effect recorded, connection reset; the retry is a duplicate', async () => {
@@ -108,7 +116,11 @@ describe('startReceiver as a stub downstream', () => {
     expect(await receiver.effect('j1')).toMatchObject({ jobId: 'j1', qty: 3, token: 5 });
 
     const retry = await postEffect(receiver.url, { jobId: 'j1', qty: 3, token: 5 });
-    expect({ status: retry.status, outcome: retry.body.outcome, replayed: retry.headers['idempotent-replayed'] }).toEqual({
+    expect({
+      status: retry.status,
+      outcome: retry.body.outcome,
+      replayed: retry.headers['idempotent-replayed'],
+    }).toEqual({
       status: 200,
       outcome: 'duplicate',
       replayed: 'true',
@@ -132,10 +144,17 @@ describe('startReceiver as a stub downstream', () => {
     const queued = await admin(receiver.url, '/admin/faults', { kind: 'fail', status: 429, count: 2 });
     expect({ status: queued.status, body: queued.body }).toEqual({
       status: 200,
-      body: { faults: [{ kind: 'fail', status: 429 }, { kind: 'fail', status: 429 }] },
+      body: {
+        faults: [
+          { kind: 'fail', status: 429 },
+          { kind: 'fail', status: 429 },
+        ],
+      },
     });
     expectError(await postEffect(receiver.url, { jobId: 'a', qty: 1, token: 1 }), 429, 'injected_fault');
-    expect((await admin(receiver.url, '/admin/faults', undefined, 'GET')).body).toEqual({ faults: [{ kind: 'fail', status: 429 }] });
+    expect((await admin(receiver.url, '/admin/faults', undefined, 'GET')).body).toEqual({
+      faults: [{ kind: 'fail', status: 429 }],
+    });
     expect((await admin(receiver.url, '/admin/faults', undefined, 'DELETE')).body).toEqual({ faults: [] });
 
     expect((await admin(receiver.url, '/admin/faults', { kind: 'drop' })).status).toBe(200);
@@ -149,7 +168,10 @@ describe('startReceiver as a stub downstream', () => {
     expectError(await admin(receiver.url, '/admin/faults', { kind: 'fail', status: 200 }), 400, 'invalid_request');
 
     const reset = await admin(receiver.url, '/admin/reset');
-    expect({ status: reset.status, totals: reset.body.totals }).toEqual({ status: 200, totals: { effects: 0, qty: 0 } });
+    expect({ status: reset.status, totals: reset.body.totals }).toEqual({
+      status: 200,
+      totals: { effects: 0, qty: 0 },
+    });
     expect(await receiver.journal()).toEqual([]);
   });
 

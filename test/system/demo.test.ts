@@ -43,17 +43,31 @@ describe('the demo', () => {
     // Frozen inside its stall before the send: on waking, its send is refused by the gateway and
     // nothing reaches the receiver under its token; the job is done by the worker that took it over.
     const { staleSend, staleFinish, kill } = result.scenario;
-    expect(staleSend).toMatchObject({ worker: 'w1', before: 'send', refusal: { op: 'send', status: 409, code: 'stale_lease' } });
+    expect(staleSend).toMatchObject({
+      worker: 'w1',
+      before: 'send',
+      refusal: { op: 'send', status: 409, code: 'stale_lease' },
+    });
     expect(staleSend!.takenOverBy!.worker).not.toBe('w1');
     expect(staleSend!.takenOverBy!.token).toBeGreaterThan(staleSend!.token);
     expect(final.journal.filter((j) => j.jobId === staleSend!.job && j.token === staleSend!.token)).toEqual([]);
-    expect(job(staleSend!.job)).toMatchObject({ status: 'done', owner: staleSend!.takenOverBy!.worker, token: staleSend!.takenOverBy!.token });
+    expect(job(staleSend!.job)).toMatchObject({
+      status: 'done',
+      owner: staleSend!.takenOverBy!.worker,
+      token: staleSend!.takenOverBy!.token,
+    });
 
     // Frozen before the finish of a job it had sent: the finish is refused; the new owner's send
     // is a duplicate, and it finishes the job.
-    expect(staleFinish).toMatchObject({ worker: 'w1', before: 'finish', refusal: { op: 'finish', status: 409, code: 'stale_lease' } });
+    expect(staleFinish).toMatchObject({
+      worker: 'w1',
+      before: 'finish',
+      refusal: { op: 'finish', status: 409, code: 'stale_lease' },
+    });
     expect(job(staleFinish!.job)).toMatchObject({ status: 'done', owner: staleFinish!.takenOverBy!.worker });
-    const w1Finished = result.events.filter((e) => e.worker === 'w1' && e.event === 'finished').map((e) => ('job' in e ? e.job : ''));
+    const w1Finished = result.events
+      .filter((e) => e.worker === 'w1' && e.event === 'finished')
+      .map((e) => ('job' in e ? e.job : ''));
     expect(w1Finished).not.toContain(staleSend!.job);
     expect(w1Finished).not.toContain(staleFinish!.job);
 
@@ -75,34 +89,38 @@ describe('the demo', () => {
     expect(result.processes.filter((p) => !gone(p.pid))).toEqual([]);
   });
 
-  test('Ctrl-C in the middle of a freeze: every process is stopped, the frozen one included', { timeout: 60_000 }, async () => {
-    const child = spawn(process.execPath, [CLI, 'demo'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines: string[] = [];
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const frozen = new Promise<void>((resolve) => {
-      createInterface({ input: child.stdout }).on('line', (line) => {
-        lines.push(line);
-        if (/FREEZE w1/.test(line)) resolve();
+  test(
+    'Ctrl-C in the middle of a freeze: every process is stopped, the frozen one included',
+    { timeout: 60_000 },
+    async () => {
+      const child = spawn(process.execPath, [CLI, 'demo'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const lines: string[] = [];
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const frozen = new Promise<void>((resolve) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          lines.push(line);
+          if (/FREEZE w1/.test(line)) resolve();
+        });
       });
-    });
-    onTestFinished(({ task }) => {
-      child.kill('SIGKILL');
-      if (task.result?.state === 'fail') console.error(`demo output:\n${lines.join('\n')}\n${stderr}`);
-    });
+      onTestFinished(({ task }) => {
+        child.kill('SIGKILL');
+        if (task.result?.state === 'fail') console.error(`demo output:\n${lines.join('\n')}\n${stderr}`);
+      });
 
-    await frozen;
-    child.kill('SIGINT');
-    const code = await exited;
+      await frozen;
+      child.kill('SIGINT');
+      const code = await exited;
 
-    expect(code).toBe(130);
-    const pids = lines.flatMap((l) => [...l.matchAll(/\(pid (\d+)\)/g)].map((m) => Number(m[1])));
-    expect(pids.length).toBeGreaterThanOrEqual(4); // three services and the frozen worker
-    expect(pids.filter((pid) => !gone(pid))).toEqual([]);
-    expect(lines.join('\n')).toMatch(/FAIL after [\d.]+ s:\n {2}- interrupted/);
-    const kept = /files kept in (\S+)/.exec(lines.join('\n'));
-    expect(kept).not.toBeNull();
-    rmSync(kept![1]!, { recursive: true, force: true });
-  });
+      expect(code).toBe(130);
+      const pids = lines.flatMap((l) => [...l.matchAll(/\(pid (\d+)\)/g)].map((m) => Number(m[1])));
+      expect(pids.length).toBeGreaterThanOrEqual(4); // three services and the frozen worker
+      expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+      expect(lines.join('\n')).toMatch(/FAIL after [\d.]+ s:\n {2}- interrupted/);
+      const kept = /files kept in (\S+)/.exec(lines.join('\n'));
+      expect(kept).not.toBeNull();
+      rmSync(kept![1]!, { recursive: true, force: true });
+    },
+  );
 });

@@ -85,7 +85,13 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
   const claim = async (owner: string, leaseMs: number): Promise<{ lease: Lease; record: Claim } | null> => {
     const lease = await nextQueue().claim(owner, leaseMs);
     if (!lease) return null;
-    const record = { jobId: lease.id, owner, token: lease.token, start: lease.leaseUntil - leaseMs, until: lease.leaseUntil };
+    const record = {
+      jobId: lease.id,
+      owner,
+      token: lease.token,
+      start: lease.leaseUntil - leaseMs,
+      until: lease.leaseUntil,
+    };
     claims.push(record);
     return { lease, record };
   };
@@ -105,7 +111,9 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
       const result = await postEffect(nextReceiver(), lease);
       sent.push(result);
       if (result.status !== 200 && result.status !== 201) {
-        errors.push(`${owner} holding ${lease.id} token ${lease.token} got ${result.status} ${result.outcome} from the receiver`);
+        errors.push(
+          `${owner} holding ${lease.id} token ${lease.token} got ${result.status} ${result.outcome} from the receiver`,
+        );
         continue;
       }
       await nextQueue().finish(lease.id, { owner, token: lease.token });
@@ -115,7 +123,7 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
   // Claims with a short lease and stalls past it; sends either before the stall (the next holder's
   // send is then a duplicate) or after it (then it is fenced), and tries to finish anyway.
   const stalling = async (owner: string, sendFirst: boolean) => {
-    for (let stalls = 0; stalls < STALLS_EACH; ) {
+    for (let stalls = 0; stalls < STALLS_EACH;) {
       const got = await claim(owner, STALL_LEASE_MS);
       if (!got) {
         if (await allDone()) return;
@@ -129,7 +137,9 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
       if (!sendFirst) sent.push(await postEffect(nextReceiver(), got.lease));
       try {
         await nextQueue().finish(got.lease.id, { owner, token: got.lease.token });
-        errors.push(`${owner} finished ${got.lease.id} with token ${got.lease.token} ${STALL_MS} ms into a ${STALL_LEASE_MS} ms lease`);
+        errors.push(
+          `${owner} finished ${got.lease.id} with token ${got.lease.token} ${STALL_MS} ms into a ${STALL_LEASE_MS} ms lease`,
+        );
       } catch (err) {
         if (!(err instanceof QueueError) || err.code !== 'stale_lease') throw err;
         refusedFinishes.push(got.lease.id);
@@ -137,7 +147,8 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
     }
   };
 
-  const guard = (work: Promise<void>, who: string) => work.catch((err: unknown) => void errors.push(`${who}: ${String(err)}`));
+  const guard = (work: Promise<void>, who: string) =>
+    work.catch((err: unknown) => void errors.push(`${who}: ${String(err)}`));
   const startedAt = performance.now();
   await Promise.all([
     ...Array.from({ length: STALLING_WORKERS }, (_, k) => guard(stalling(`staller-${k}`, k % 2 === 0), `staller-${k}`)),
@@ -159,7 +170,8 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
     list.sort((a, b) => a.token - b.token);
     const tokens = list.map((c) => c.token);
     const expected = list.map((_, i) => i + 1);
-    if (tokens.join() !== expected.join()) leaseProblems.push(`${jobId}: tokens ${tokens.join()} (expected ${expected.join()})`);
+    if (tokens.join() !== expected.join())
+      leaseProblems.push(`${jobId}: tokens ${tokens.join()} (expected ${expected.join()})`);
     for (let i = 1; i < list.length; i++) {
       const [before, after] = [list[i - 1]!, list[i]!];
       if (after.start < before.until) {

@@ -38,7 +38,8 @@ function cli([command = '', ...args]: string[]): Run {
   const child = spawnCli(CLI, command, args, { cwd: ROOT, env: cleanEnv(), onLine });
   onTestFinished(({ task }) => {
     child.signal('SIGKILL');
-    if (task.result?.state === 'fail') console.error(`leasehold ${command} ${args.join(' ')}\nstdout:\n${lines.join('\n')}\nstderr:\n${child.stderr()}`);
+    if (task.result?.state === 'fail')
+      console.error(`leasehold ${command} ${args.join(' ')}\nstdout:\n${lines.join('\n')}\nstderr:\n${child.stderr()}`);
   });
   return {
     child: child.process,
@@ -50,7 +51,10 @@ function cli([command = '', ...args]: string[]): Run {
       new Promise((resolve, reject) => {
         const found = lines.find((l) => pattern.test(l));
         if (found !== undefined) return resolve(found);
-        const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
         waiters.push({ pattern, resolve: (l) => (clearTimeout(timer), resolve(l)) });
       }),
   };
@@ -61,10 +65,24 @@ describe('leasehold worker', () => {
     const run = cli(['worker', '--help']);
     expect((await run.exited).code).toBe(0);
     const help = run.lines.join('\n');
-    for (const flag of ['--queue', '--gateway', '--name', '--lease-ms', '--poll-ms', '--work-ms', '--max-jobs', '--drain-ms', '--stall-before-send', '--stall-before-finish', '--stall-ms', '--log-level']) {
+    for (const flag of [
+      '--queue',
+      '--gateway',
+      '--name',
+      '--lease-ms',
+      '--poll-ms',
+      '--work-ms',
+      '--max-jobs',
+      '--drain-ms',
+      '--stall-before-send',
+      '--stall-before-finish',
+      '--stall-ms',
+      '--log-level',
+    ]) {
       expect(help).toContain(flag);
     }
-    for (const variable of ['LEASEHOLD_QUEUE', 'LEASEHOLD_GATEWAY', 'LEASEHOLD_LEASE_MS', 'LEASEHOLD_LOG_LEVEL']) expect(help).toContain(variable);
+    for (const variable of ['LEASEHOLD_QUEUE', 'LEASEHOLD_GATEWAY', 'LEASEHOLD_LEASE_MS', 'LEASEHOLD_LOG_LEVEL'])
+      expect(help).toContain(variable);
     expect(help).toMatch(/one JSON line per event on stdout/);
     expect(help).toMatch(/SIGTERM or SIGINT/);
   });
@@ -84,7 +102,23 @@ describe('leasehold worker', () => {
     const s = await setup();
     await s.client.enqueue({ id: 'a', qty: 2 });
     await s.client.enqueue({ id: 'b', qty: 5 });
-    const run = cli(['worker', '--queue', s.queue.url, '--gateway', s.gateway.url, '--name', 'cli-1', '--lease-ms', '900', '--poll-ms', '50', '--work-ms', '400', '--max-jobs', '2']);
+    const run = cli([
+      'worker',
+      '--queue',
+      s.queue.url,
+      '--gateway',
+      s.gateway.url,
+      '--name',
+      'cli-1',
+      '--lease-ms',
+      '900',
+      '--poll-ms',
+      '50',
+      '--work-ms',
+      '400',
+      '--max-jobs',
+      '2',
+    ]);
 
     expect(await run.exited).toEqual({ code: 0, signal: null });
     expect(run.lines.every((l) => l.startsWith('{'))).toBe(true);
@@ -95,7 +129,13 @@ describe('leasehold worker', () => {
       const mine = run.events.filter((e) => 'job' in e && e.job === id).map((e) => e.event);
       expect(mine.filter((n) => n !== 'renewed')).toEqual(['claimed', 'sent', 'finished']);
     }
-    expect(run.events.find((e) => e.event === 'claimed')).toMatchObject({ worker: 'cli-1', job: 'a', token: 1, attempt: 1, qty: 2 });
+    expect(run.events.find((e) => e.event === 'claimed')).toMatchObject({
+      worker: 'cli-1',
+      job: 'a',
+      token: 1,
+      attempt: 1,
+      qty: 2,
+    });
     expect(run.events.every((e) => e.worker === 'cli-1' && Number.isInteger(e.t))).toBe(true);
     expect(await s.receiver.totals()).toEqual({ effects: 2, qty: 7 });
   });
@@ -104,14 +144,37 @@ describe('leasehold worker', () => {
     const s = await setup();
     await s.client.enqueue({ id: 'long', qty: 1 });
     await s.client.enqueue({ id: 'next', qty: 1 });
-    const run = cli(['worker', '--queue', s.queue.url, '--gateway', s.gateway.url, '--name', 'cli-2', '--lease-ms', '900', '--work-ms', '60000', '--drain-ms', '300']);
+    const run = cli([
+      'worker',
+      '--queue',
+      s.queue.url,
+      '--gateway',
+      s.gateway.url,
+      '--name',
+      'cli-2',
+      '--lease-ms',
+      '900',
+      '--work-ms',
+      '60000',
+      '--drain-ms',
+      '300',
+    ]);
     await run.line(/"event":"claimed"/);
     run.child.kill('SIGTERM');
 
     expect(await run.exited).toEqual({ code: 0, signal: null });
-    expect(run.events.map((e) => e.event).filter((n) => n !== 'renewed')).toEqual(['started', 'claimed', 'stopping', 'failed', 'stopped']);
+    expect(run.events.map((e) => e.event).filter((n) => n !== 'renewed')).toEqual([
+      'started',
+      'claimed',
+      'stopping',
+      'failed',
+      'stopped',
+    ]);
     const long = await s.client.get('long');
-    expect(long).toMatchObject({ status: 'pending', lastError: expect.stringMatching(/worker "cli-2" stopped before the job was done/) });
+    expect(long).toMatchObject({
+      status: 'pending',
+      lastError: expect.stringMatching(/worker "cli-2" stopped before the job was done/),
+    });
     expect(long.runAt).toBeLessThanOrEqual(Date.now());
     expect((await s.client.get('next')).status).toBe('pending');
   });
@@ -120,7 +183,19 @@ describe('leasehold worker', () => {
 describe('leasehold start', () => {
   test('runs the three services until SIGINT, prints their URLs, then stops them cleanly', async () => {
     const data = join(tempDir('leasehold-start-'), 'data');
-    const run = cli(['start', '--queue-port', '0', '--gateway-port', '0', '--receiver-port', '0', '--data', data, '--log-level', 'warn']);
+    const run = cli([
+      'start',
+      '--queue-port',
+      '0',
+      '--gateway-port',
+      '0',
+      '--receiver-port',
+      '0',
+      '--data',
+      data,
+      '--log-level',
+      'warn',
+    ]);
     await run.line(/Ctrl-C stops all three/);
     const url = (name: string) => new RegExp(`leasehold ${name} +(http://\\S+)`).exec(run.lines.join('\n'))![1]!;
     for (const name of ['queue', 'gateway', 'receiver']) {
@@ -132,7 +207,10 @@ describe('leasehold start', () => {
     closeAfterTest(() => queue.close());
     await queue.enqueue({ id: 'x', qty: 3 });
     const lease = (await queue.claim('me', 5_000))!;
-    const sent = await fetch(`${url('gateway')}/send`, { method: 'POST', body: JSON.stringify({ jobId: 'x', owner: 'me', token: lease.token, qty: 3 }) });
+    const sent = await fetch(`${url('gateway')}/send`, {
+      method: 'POST',
+      body: JSON.stringify({ jobId: 'x', owner: 'me', token: lease.token, qty: 3 }),
+    });
     expect(sent.status).toBe(200);
     expect(existsSync(join(data, 'queue.sqlite'))).toBe(true);
     expect(existsSync(join(data, 'receiver.sqlite'))).toBe(true);

@@ -24,7 +24,11 @@ describe('a handler that runs longer than its lease', () => {
     });
 
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_700);
-    expect(outcome).toMatchObject({ status: 'finished', result: 'applied', job: { status: 'done', owner: 'w1', token: 1 } });
+    expect(outcome).toMatchObject({
+      status: 'finished',
+      result: 'applied',
+      job: { status: 'done', owner: 'w1', token: 1 },
+    });
     const renewals = events.filter((e) => e.event === 'renewed');
     // Every 300 ms over 2.7 s: about nine; a loaded machine may skip a few.
     expect(renewals.length).toBeGreaterThanOrEqual(5);
@@ -124,7 +128,12 @@ describe('a lease the worker cannot keep', () => {
     expect(outcome.status).toBe('lost');
     expect((outcome as { error: unknown }).error).toBeInstanceOf(LeaseLostError);
     expect(outcome).toMatchObject({
-      error: { during: 'finish', reason: 'token_mismatch', expected: { owner: 'w1', token: 1 }, current: { owner: 'thief', token: 2 } },
+      error: {
+        during: 'finish',
+        reason: 'token_mismatch',
+        expected: { owner: 'w1', token: 1 },
+        current: { owner: 'thief', token: 2 },
+      },
     });
     expect(timeline(events, 'late')).toEqual(['claimed', 'renewed:sending', 'sent', 'refused:finish', 'lost']);
     expect(events.find((e) => e.event === 'refused')).toMatchObject({ status: 409, code: 'stale_lease' });
@@ -152,10 +161,18 @@ describe('a lease the worker cannot keep', () => {
     });
 
     expect(thrown).toBeInstanceOf(LeaseLostError);
-    expect(outcome).toMatchObject({ status: 'lost', error: { during: 'send', reason: 'token_mismatch', current: { owner: 'thief', token: 2 } } });
+    expect(outcome).toMatchObject({
+      status: 'lost',
+      error: { during: 'send', reason: 'token_mismatch', current: { owner: 'thief', token: 2 } },
+    });
     expect(events.find((e) => e.event === 'refused')).toMatchObject({ op: 'send', status: 409, code: 'stale_lease' });
     expect(await s.receiver.journal()).toEqual([]); // the gateway forwarded nothing
-    expect(await s.client.get('stale-send')).toMatchObject({ status: 'leased', owner: 'thief', token: 2, lastError: null });
+    expect(await s.client.get('stale-send')).toMatchObject({
+      status: 'leased',
+      owner: 'thief',
+      token: 2,
+      lastError: null,
+    });
   });
 
   test('a send already past its lease check when the lease is lost still goes out, and its refusal is reported', async () => {
@@ -240,7 +257,11 @@ describe('a handler that throws', () => {
       throw new Error('printer on fire');
     });
 
-    expect(outcome).toMatchObject({ status: 'failed', error: 'printer on fire', job: { status: 'pending', lastError: 'printer on fire' } });
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      error: 'printer on fire',
+      job: { status: 'pending', lastError: 'printer on fire' },
+    });
     const job = await s.client.get('broken');
     expect(job).toMatchObject({ status: 'pending', lastError: 'printer on fire', attempts: 1, owner: 'w1', token: 1 });
     expect(job.runAt).toBeGreaterThan(before);
@@ -263,7 +284,11 @@ describe('a handler that throws', () => {
     });
 
     expect(thrown).toBeInstanceOf(GatewayError);
-    expect(thrown).toMatchObject({ code: 'qty_mismatch', status: 422, details: { jobId: 'wrong-qty', qty: 5, jobQty: 3 } });
+    expect(thrown).toMatchObject({
+      code: 'qty_mismatch',
+      status: 422,
+      details: { jobId: 'wrong-qty', qty: 5, jobQty: 3 },
+    });
     const message = (thrown as GatewayError).message;
     expect(outcome).toMatchObject({ status: 'failed', error: message, job: { status: 'pending', lastError: message } });
     expect(timeline(events, 'wrong-qty')).toEqual(['claimed', 'refused:send', 'failed']);
@@ -282,7 +307,10 @@ describe('a handler that throws', () => {
       throw new Error('no luck');
     });
 
-    expect(outcome).toMatchObject({ status: 'failed', job: { status: 'dead', deadReason: 'attempts_exhausted', lastError: 'no luck' } });
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      job: { status: 'dead', deadReason: 'attempts_exhausted', lastError: 'no luck' },
+    });
   });
 });
 

@@ -38,19 +38,31 @@ describe('refusalOf', () => {
       reason: 'token_mismatch',
       current,
     });
-    expect(refusalOf(new QueueError('unknown_job', 'no such job'))).toMatchObject({ status: 404, reason: 'unknown_job' });
+    expect(refusalOf(new QueueError('unknown_job', 'no such job'))).toMatchObject({
+      status: 404,
+      reason: 'unknown_job',
+    });
   });
 
   test("the gateway's stale_lease (the queue's words passed on) and the receiver's fenced", () => {
-    const stale = new GatewayError('stale_lease', 'not current', { reason: 'lease_expired', expected: { owner: 'w1', token: 1 }, current });
+    const stale = new GatewayError('stale_lease', 'not current', {
+      reason: 'lease_expired',
+      expected: { owner: 'w1', token: 1 },
+      current,
+    });
     expect(refusalOf(stale)).toMatchObject({ code: 'stale_lease', reason: 'lease_expired', current });
-    expect(refusalOf(new GatewayError('fenced', 'lower token', { highestToken: 4 }))).toMatchObject({ status: 409, reason: 'fenced' });
+    expect(refusalOf(new GatewayError('fenced', 'lower token', { highestToken: 4 }))).toMatchObject({
+      status: 409,
+      reason: 'fenced',
+    });
   });
 
   test('anything that is not a verdict on the lease is not a refusal', () => {
     expect(refusalOf(new QueueError('queue_unavailable', 'down'))).toBeNull();
     expect(refusalOf(new GatewayError('conflict', 'other qty'))).toBeNull();
-    expect(refusalOf(new GatewayError('qty_mismatch', "not the job's qty", { jobId: 'j', qty: 5, jobQty: 3 }))).toBeNull();
+    expect(
+      refusalOf(new GatewayError('qty_mismatch', "not the job's qty", { jobId: 'j', qty: 5, jobQty: 3 })),
+    ).toBeNull();
     expect(refusalOf(new GatewayError('upstream_unavailable', 'down'))).toBeNull();
     expect(refusalOf(new Error('boom'))).toBeNull();
   });
@@ -69,6 +81,9 @@ describe('LeaseLostError', () => {
       'Lease on job "j" (owner "w1" token 1) is lost, found during finish: the job was claimed again under a newer token. The job now has status leased, owner "w2", token 2. Nothing more is done under this token.',
     );
     expect(error.confirmed).toBe(true);
-    expect(new LeaseLostError({ jobId: 'j', expected: { owner: 'w1', token: 1 }, during: 'renew', reason: 'not_renewed' }).confirmed).toBe(false);
+    expect(
+      new LeaseLostError({ jobId: 'j', expected: { owner: 'w1', token: 1 }, during: 'renew', reason: 'not_renewed' })
+        .confirmed,
+    ).toBe(false);
   });
 });

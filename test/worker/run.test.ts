@@ -5,10 +5,20 @@ import { describe, expect, test } from 'vitest';
 import { createWorker, runWorker, type WorkerEvent } from '../../worker/index.js';
 import { eventually, setup, timeline } from './setup.js';
 
+/**
+ * The events without the lease keeper's heartbeats: a renewal (or a renew call that timed out)
+ * lands wherever the handler happens to be when it is due, which a loaded machine moves about.
+ */
+function ownSteps(events: WorkerEvent[]): WorkerEvent[] {
+  return events.filter(
+    (e) => !(e.event === 'renewed' && e.stage === undefined) && !(e.event === 'call_failed' && e.op === 'renew'),
+  );
+}
+
 describe('runWorker', () => {
   test('works through the queue, one timeline entry per step, and stops cleanly on abort', async () => {
     const s = await setup();
-    for (const [id, qty] of [['a', 1], ['b', 2], ['c', 3]] as const) await s.client.enqueue({ id, qty });
+    for (const [id, qty] of Object.entries({ a: 1, b: 2, c: 3 })) await s.client.enqueue({ id, qty });
     const events: WorkerEvent[] = [];
     const stop = new AbortController();
 
@@ -31,8 +41,13 @@ describe('runWorker', () => {
     stop.abort();
 
     await expect(running).resolves.toEqual({ claimed: 3, finished: 3, failed: 0, lost: 0 });
+    const ownTimeline = ['claimed', 'renewed:sending', 'sent', 'finished'];
     for (const id of ['a', 'b', 'c']) {
-      expect(timeline(events, id)).toEqual(['claimed', 'renewed:sending', 'sent', 'finished']);
+      const steps = timeline(events, id);
+      expect(steps.at(0), steps.join(' ')).toBe('claimed');
+      expect(steps.at(-1), steps.join(' ')).toBe('finished');
+      // Once each, in this order, and nothing refused, failed or lost in between.
+      expect(timeline(ownSteps(events), id), steps.join(' ')).toEqual(ownTimeline);
     }
     expect(timeline(events).at(0)).toBe('started');
     expect(timeline(events).slice(-2)).toEqual(['stopping', 'stopped']);
@@ -87,7 +102,9 @@ describe('runWorker', () => {
       onEvent: (e) => events.push(e),
       handler: () => undefined,
     });
-    await eventually('two failed claims', () => (events.filter((e) => e.event === 'claim_failed').length >= 2 ? true : undefined));
+    await eventually('two failed claims', () =>
+      events.filter((e) => e.event === 'claim_failed').length >= 2 ? true : undefined,
+    );
     stop.abort();
     await expect(running).resolves.toEqual({ claimed: 0, finished: 0, failed: 0, lost: 0 });
   });

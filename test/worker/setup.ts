@@ -85,7 +85,11 @@ export async function setup(): Promise<Setup> {
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  check: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -99,5 +103,7 @@ export async function eventually<T>(what: string, check: () => T | undefined | P
 export function timeline(events: WorkerEvent[], jobId?: string): string[] {
   return events
     .filter((e) => jobId === undefined || ('job' in e && e.job === jobId))
-    .map((e) => (e.event === 'refused' ? `refused:${e.op}` : e.event === 'renewed' && e.stage ? `renewed:${e.stage}` : e.event));
+    .map((e) =>
+      e.event === 'refused' ? `refused:${e.op}` : e.event === 'renewed' && e.stage ? `renewed:${e.stage}` : e.event,
+    );
 }
