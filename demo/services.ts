@@ -2,7 +2,8 @@
 // then the gateway that points at both), and read back over their HTTP APIs at the end.
 import { QueueClient } from '../queue/client.js';
 import type { Child, ChildGroup } from './processes.js';
-import type { FinalState, JournalRow, ReceiverEffect } from './verdict.js';
+import type { FinalState } from './verdict.js';
+import { ReceiverClient } from '../receiver/client.js';
 
 export interface ServiceUrls {
   queue: string;
@@ -70,22 +71,18 @@ export async function startServiceProcesses(
 /** What the queue and the receiver say at the end, from their HTTP APIs only. */
 export async function readFinalState(urls: Pick<ServiceUrls, 'queue' | 'receiver'>): Promise<FinalState> {
   const queue = new QueueClient(urls.queue);
+  const receiver = new ReceiverClient(urls.receiver);
   try {
     const [stats, jobs, totals, effects, journal] = await Promise.all([
       queue.stats(),
       queue.list({ limit: 1000 }),
-      getJson<{ effects: number; qty: number }>(urls.receiver, '/totals'),
-      getJson<{ effects: ReceiverEffect[] }>(urls.receiver, '/effects'),
-      getJson<{ journal: JournalRow[] }>(urls.receiver, '/journal'),
+      receiver.totals(),
+      receiver.effects(),
+      receiver.journal(),
     ]);
-    return { stats, jobs, totals, effects: effects.effects, journal: journal.journal };
+    return { stats, jobs, totals, effects, journal };
   } finally {
     queue.close();
+    receiver.close();
   }
-}
-
-async function getJson<T>(base: string, path: string): Promise<T> {
-  const res = await fetch(new URL(path, base), { signal: AbortSignal.timeout(10_000) });
-  if (!res.ok) throw new Error(`GET ${path} on ${base} answered ${res.status}`);
-  return (await res.json()) as T;
 }

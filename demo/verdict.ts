@@ -4,6 +4,7 @@
 import type { Job, Stats } from '../queue/types.js';
 import type { WorkerLine } from '../worker/index.js';
 import type { DemoJob } from './jobs.js';
+import type { Effect, JournalEntry } from '../receiver/index.js';
 
 /** A freeze the demo staged: a worker stopped inside an injected stall, resumed after a takeover. */
 export interface Freeze {
@@ -36,18 +37,9 @@ export interface ScenarioRecord {
   kill?: Kill;
 }
 
-export interface ReceiverEffect {
-  jobId: string;
-  qty: number;
-  token: number;
-}
-
-export interface JournalRow {
-  jobId: string;
-  qty: number;
-  token: number;
-  outcome: string;
-}
+/** The receiver's words for what it recorded: the demo reads them through ReceiverClient. */
+export type ReceiverEffect = Effect;
+export type JournalRow = JournalEntry;
 
 /** What the queue and the receiver say over HTTP once the run is over. */
 export interface FinalState {

@@ -15,7 +15,8 @@ import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
 import { resolveGatewayOptions, type GatewayOptions } from './options.js';
 import { sendBody } from './schemas.js';
-import { createSend, type SendRequest } from './send.js';
+import { createSend } from './send.js';
+import type { SendRequest } from './types.js';
 import { CoalescingVerifier } from './verifier.js';
 
 /** An express app that owns keep-alive connection pools: `close()` releases them. */

@@ -4,6 +4,9 @@
 import type http from 'node:http';
 import { GatewayError, isGatewayErrorCode } from './errors.js';
 import { errorInBody, exchange, keepAliveAgent, urlUnder } from '../platform/exchange.js';
+import type { SendOutcome, SendRequest } from './types.js';
+
+export type { SendOutcome, SendRequest } from './types.js';
 
 // The error a send throws, importable with the client alone (without the gateway's app).
 export { GatewayError, type GatewayErrorCode } from './errors.js';
@@ -15,18 +18,6 @@ export interface GatewayClientOptions {
    */
   timeoutMs?: number;
   agent?: http.Agent;
-}
-
-export interface SendInput {
-  jobId: string;
-  owner: string;
-  token: number;
-  qty: number;
-}
-
-export interface SendOutcome {
-  outcome: 'applied' | 'duplicate';
-  effect: { jobId: string; qty: number; token: number; appliedAt: number };
 }
 
 export class GatewayClient {
@@ -43,7 +34,7 @@ export class GatewayClient {
   }
 
   /** Forwards one effect under the caller's lease. Abort `signal` when the lease is lost. */
-  async send(input: SendInput, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
+  async send(input: SendRequest, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
     const url = urlUnder(this.baseUrl, ['send']);
     const body = Buffer.from(JSON.stringify(input));
     const result = await exchange({

@@ -25,4 +25,5 @@ export {
 export { createForwarder, type Forwarder, type ForwarderOptions } from './forwarder.js';
 export { createGatewayApp, type GatewayApp } from './app.js';
 export { startGateway, type GatewayService, type GatewayServiceOptions } from './service.js';
-export { GatewayClient, type GatewayClientOptions, type SendInput, type SendOutcome } from './client.js';
+export { GatewayClient, type GatewayClientOptions } from './client.js';
+export type { SendOutcome, SendRequest } from './types.js';

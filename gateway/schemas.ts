@@ -2,6 +2,7 @@
 // (a typo such as "tokn") is refused rather than ignored. Limits match the queue's, so a body
 // that passes here is never refused by the queue for its shape.
 import { z } from 'zod';
+import type { SendRequest } from './types.js';
 
 const required = (what: string, kind: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${what} is required (${kind})` : `${what} must be ${kind}`;
@@ -26,4 +27,8 @@ export const sendBody = z.strictObject(
   },
 );
 
-export type SendBody = z.infer<typeof sendBody>;
+// The schema's output is exactly the wire type: a field added to one and not the other fails to compile.
+const _sameShape: [SendRequest, z.infer<typeof sendBody>] extends [z.infer<typeof sendBody>, SendRequest]
+  ? true
+  : never = true;
+void _sameShape;

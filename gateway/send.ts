@@ -22,13 +22,7 @@ import {
   type AttemptFailure,
   type RetryState,
 } from './rules.js';
-
-export interface SendRequest {
-  jobId: string;
-  owner: string;
-  token: number;
-  qty: number;
-}
+import type { SendRequest } from './types.js';
 
 export interface SendResult {
   outcome: 'applied' | 'duplicate';

@@ -1,6 +1,6 @@
 // The worker's vocabulary: what a handler receives and returns, how a job ends, and the two
 // services it talks to, as narrow interfaces so tests can put a fault between them.
-import type { SendInput, SendOutcome } from '../gateway/client.js';
+import type { SendOutcome, SendRequest } from '../gateway/types.js';
 import type { QueueClient } from '../queue/client.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { LeaseLostError } from './errors.js';
@@ -10,7 +10,7 @@ export type QueueApi = Pick<QueueClient, 'claim' | 'heartbeat' | 'finish' | 'fai
 
 /** The gateway call a worker makes; GatewayClient has it. */
 export interface EffectSender {
-  send(input: SendInput, options?: { signal?: AbortSignal }): Promise<SendOutcome>;
+  send(input: SendRequest, options?: { signal?: AbortSignal }): Promise<SendOutcome>;
 }
 
 export type { SendOutcome };
