@@ -2,6 +2,7 @@
 // parser per kind of value, and one error path — a usage error is one line and exit code 2, a
 // start-up failure one line and exit code 1.
 import type { SqliteJournal } from './sqlite.js';
+import { LISTEN_DEFAULTS } from './listen.js';
 import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -122,6 +123,25 @@ export function integerAtLeast(min: number): (value: string) => number {
 export const parsePositiveInt = integerAtLeast(1);
 export const parseWholeNumber = integerAtLeast(0);
 
+const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/**
+ * A positive duration in milliseconds: digits and a unit (`7d`, `12h`, `30m`, `90s`, `250ms`),
+ * or digits alone for milliseconds. Fractions, signs, spaces and mixed units (`1h30m`) are
+ * refused rather than guessed at.
+ */
+export function parseDuration(value: string): number {
+  const match = DURATION.exec(value);
+  const ms = match ? Number(match[1]) * UNIT_MS[(match[2] ?? 'ms') as keyof typeof UNIT_MS] : NaN;
+  if (!Number.isSafeInteger(ms) || ms < 1) {
+    throw new InvalidArgumentError(
+      `must be a positive duration such as 7d, 12h, 30m, 90s or 5000 (milliseconds), not ${JSON.stringify(value)}`,
+    );
+  }
+  return ms;
+}
+
 /** A parser that accepts only the listed words. */
 export function oneOf<T extends string>(choices: readonly T[]): (value: string) => T {
   return (value) => {
@@ -234,4 +254,36 @@ export function journalOption(): Option {
     .choices(JOURNALS)
     .argParser(oneOf(JOURNALS))
     .default('delete');
+}
+
+/** `--api-key`: the key a service requires (queue, gateway), or a client presents (worker, gateway). */
+export function apiKeyOption(description: string): Option {
+  return new Option('--api-key <key>', description);
+}
+
+/** The help line on keeping secrets off the command line, for a command with `--api-key` (and `--secret`). */
+export const SECRETS_IN_VARIABLES =
+  'Prefer LEASEHOLD_API_KEY to --api-key (and LEASEHOLD_SECRET to --secret): command lines are visible to other users of the machine.';
+
+// How much a client may take of a service: `--headers-timeout-ms`, `--request-timeout-ms`, `--max-connections`.
+
+export function headersTimeoutOption(): Option {
+  return new Option('--headers-timeout-ms <ms>', "a request's headers must arrive within this long, or the connection is cut")
+    .argParser(integerAtLeast(1))
+    .default(LISTEN_DEFAULTS.headersTimeoutMs);
+}
+
+export function requestTimeoutOption(): Option {
+  return new Option(
+    '--request-timeout-ms <ms>',
+    'a whole request must arrive within this long, or the connection is cut (the answer may take longer)',
+  )
+    .argParser(integerAtLeast(1))
+    .default(LISTEN_DEFAULTS.requestTimeoutMs);
+}
+
+export function maxConnectionsOption(): Option {
+  return new Option('--max-connections <n>', 'connections held at once; more are closed as they arrive')
+    .argParser(integerAtLeast(1))
+    .default(LISTEN_DEFAULTS.maxConnections);
 }

@@ -10,9 +10,16 @@ import {
   jsonBody,
   parseWith,
   requestLog,
+  requireApiKey,
   unknownRoute,
 } from '../platform/http-edge.js';
+import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
+import { openApiRoute } from '../platform/openapi.js';
+import { requestIds, withRequestIds } from '../platform/request-id.js';
+import type { Registry } from 'prom-client';
 import { QueueError, unknownJobError } from './errors.js';
+import { observeQueueStore } from './metrics.js';
+import { queueOpenApi } from './openapi.js';
 import {
   cancelBody,
   claimBody,
@@ -29,6 +36,7 @@ import {
   verifyBody,
 } from './schemas.js';
 import { ClaimWaiters } from './long-poll.js';
+import { QueueUi } from './ui.js';
 import type { QueueStore } from './store.js';
 
 export interface QueueAppOptions {
@@ -36,18 +44,42 @@ export interface QueueAppOptions {
   logger?: Logger;
   /** How often long-polling claims look again for jobs that become claimable by time alone. */
   repollMs?: number;
+  /** When set, every route but /healthz requires `Authorization: Bearer <apiKey>` (401 otherwise). */
+  apiKey?: string | undefined;
+  /** The registry GET /metrics serves; a fresh one by default. One app per registry. */
+  metrics?: Registry;
 }
 
 /** An express app with long-polling claims waiting on it: `close()` answers them (204) at once. */
 export type QueueApp = express.Express & { close(): void };
 
-export function createQueueApp({ store, logger = pino({ level: 'silent' }), repollMs }: QueueAppOptions): QueueApp {
+export function createQueueApp({
+  store: storeIn,
+  logger: loggerIn = pino({ level: 'silent' }),
+  repollMs,
+  apiKey,
+  metrics = createRegistry('queue'),
+}: QueueAppOptions): QueueApp {
+  // Every line logged while a request is handled carries its reqId; every claim, finish and
+  // refusal, whichever route makes it, is counted.
+  const logger = withRequestIds(loggerIn);
+  const store = observeQueueStore(storeIn, metrics, () => waiters.waiting);
+  // Checked before anything is built: an empty key is a mistake, not "no key".
+  const authorised = requireApiKey(apiKey, QueueError.fromEdge, 'queue');
   const waiters = new ClaimWaiters(store, repollMs === undefined ? {} : { repollMs });
+  const ui = new QueueUi({ store });
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(jsonBody());
+  app.use(requestIds());
+  app.use(requestMetrics(metrics));
   app.use(requestLog(logger));
+  // The live page holds no data and is the same for everyone, so a browser loads it without a
+  // header; what it shows comes from /ui/state, which needs the key like every other route.
+  app.get('/ui', ui.page);
+  // The key is checked before the body is read: the job listing shows every lease's token.
+  app.use(authorised);
+  app.use(jsonBody());
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -71,6 +103,7 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }), repo
       caller.done();
     }
     for (const lease of leases) {
+      ui.claimed(lease);
       logger.info({ jobId: lease.id, owner: lease.owner, token: lease.token, leaseUntil: lease.leaseUntil }, 'claimed');
     }
     if (leases.length === 0) res.status(204).end();
@@ -92,12 +125,15 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }), repo
     const presented = { owner: body.owner, token: body.token };
     if (!body.next) {
       const job = await store.finish(id, presented, body.result ?? null);
+      ui.done(job);
       logger.info({ jobId: id, owner: body.owner, token: body.token }, 'finished');
       res.json({ job });
       return;
     }
     const leaseMs = body.next === true ? undefined : body.next.leaseMs;
     const { job, next } = await store.finishAndClaim(id, presented, body.result ?? null, leaseMs);
+    ui.done(job);
+    if (next) ui.claimed(next);
     logger.info({ jobId: id, owner: body.owner, token: body.token }, 'finished');
     if (next)
       logger.info({ jobId: next.id, owner: next.owner, token: next.token, leaseUntil: next.leaseUntil }, 'claimed');
@@ -147,6 +183,7 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }), repo
   app.post('/verifications', async (req, res) => {
     const body = parse(verificationsBody, req.body);
     const answers = await store.verifyMany(body.leases);
+    answers.forEach((answer, i) => ui.refused('verify', body.leases[i]!.id, answer));
     res.json({
       results: answers.map((answer) => (answer instanceof QueueError ? answer.toJSON() : { lease: answer })),
     });
@@ -168,7 +205,11 @@ export function createQueueApp({ store, logger = pino({ level: 'silent' }), repo
     res.json(await store.stats());
   });
 
+  app.use(ui.router());
+  app.get('/metrics', metricsRoute(metrics));
+  app.get('/openapi.json', openApiRoute(queueOpenApi({ apiKey: apiKey !== undefined })));
   app.use(unknownRoute(QueueError.fromEdge, 'queue', 'docs/queue.md lists its API'));
+  app.use(ui.recordRefusals);
   app.use(errorRenderer(toQueueError, logger));
   return Object.assign(app, { close: () => waiters.close() });
 }

@@ -4,6 +4,7 @@
 import type http from 'node:http';
 import { isQueueErrorCode, QueueError } from './errors.js';
 import {
+  authorization,
   checkedTimeoutMs,
   errorInBody,
   exchange,
@@ -11,7 +12,7 @@ import {
   urlUnder,
   type Exchange,
 } from '../platform/exchange.js';
-import type { Job, JobStatus, Lease, Stats } from './types.js';
+import type { Job, JobStatus, Lease, RetryInput, Stats } from './types.js';
 
 // The error a client call throws, importable with the client alone (without the service's stores).
 export { QueueError, type QueueErrorCode } from './errors.js';
@@ -27,11 +28,34 @@ export interface EnqueueInput {
   priority?: number;
 }
 
+/** What the holder presents to hand a job back: the lease's owner and token. */
+export interface ReleaseInput {
+  owner: string;
+  token: number;
+}
+
+export interface CancelInput {
+  /** Why the job is cancelled; kept as the job's `lastError`. */
+  reason?: string;
+}
+
+export type { RetryInput } from './types.js';
+
 export interface QueueClientOptions {
   /** Per-request timeout (default 10 s); a call's own `timeoutMs` overrides it. */
   timeoutMs?: number;
   agent?: http.Agent;
+  /** The queue's API key (`--api-key`), sent as `Authorization: Bearer <apiKey>` on every call. */
+  apiKey?: string | undefined;
+  /**
+   * The largest answer read (default 128 MiB: a batch of 100 leases may carry 100 payloads of
+   * up to 1 MiB each); a larger one is `queue_unavailable`.
+   */
+  maxAnswerBytes?: number;
 }
+
+/** Room for the largest answer a queue gives: 100 leases, each payload under the 1 MiB body limit. */
+const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 
 /**
  * The last, optional argument of every QueueClient method. Aborting `signal` rejects the call
@@ -53,12 +77,16 @@ export class QueueClient {
   private readonly agent: http.Agent;
   private readonly ownsAgent: boolean;
   private readonly timeoutMs: number;
+  private readonly headers: Record<string, string>;
+  private readonly maxAnswerBytes: number;
 
   constructor(baseUrl: string, options: QueueClientOptions = {}) {
     this.baseUrl = new URL(baseUrl);
     this.agent = options.agent ?? keepAliveAgent();
     this.ownsAgent = options.agent === undefined;
     this.timeoutMs = checkedTimeoutMs(options.timeoutMs ?? 10_000);
+    this.headers = authorization(options.apiKey);
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
   }
 
   /**
@@ -149,6 +177,32 @@ export class QueueClient {
   }
 
   /**
+   * Hands the job back unworked: `pending`, claimable at once, the attempt returned; the next
+   * claim gets a higher token. Fenced like finish, and like finish an aborted release may have
+   * been applied: a repeat of one that was is `stale_lease` (`not_leased`).
+   */
+  async release(id: string, input: ReleaseInput, options?: CallOptions): Promise<Job> {
+    return ((await this.call('POST', ['jobs', id, 'release'], input, options)).body as { job: Job }).job;
+  }
+
+  /**
+   * Cancels a `pending` or `leased` job: `dead` with `deadReason: "cancelled"`, its holder
+   * refused from then on. A dead job comes back unchanged, so repeating a cancel is safe; a done
+   * job is `job_finished`.
+   */
+  async cancel(id: string, input: CancelInput = {}, options?: CallOptions): Promise<Job> {
+    return ((await this.call('POST', ['jobs', id, 'cancel'], input, options)).body as { job: Job }).job;
+  }
+
+  /**
+   * A `dead` job back to `pending` with `attempts` 0, at `runAt` (default now); its token keeps
+   * counting up. `not_dead` for any other job, so a repeat of a retry that landed is refused.
+   */
+  async retry(id: string, input: RetryInput = {}, options?: CallOptions): Promise<Job> {
+    return ((await this.call('POST', ['jobs', id, 'retry'], input, options)).body as { job: Job }).job;
+  }
+
+  /**
    * Several lease checks in one request, read at one instant: each answer is the lease or the
    * QueueError that `verify` would have thrown for it, in the order asked (at most 100).
    */
@@ -166,10 +220,15 @@ export class QueueClient {
     return ((await this.call('GET', ['jobs', id], undefined, options)).body as { job: Job }).job;
   }
 
-  async list(query: { status?: JobStatus; limit?: number } = {}, options?: CallOptions): Promise<Job[]> {
+  /** Jobs in order of enqueue; `after` (the last id of the previous page) pages on. */
+  async list(
+    query: { status?: JobStatus; limit?: number; after?: string } = {},
+    options?: CallOptions,
+  ): Promise<Job[]> {
     const params = new URLSearchParams();
     if (query.status) params.set('status', query.status);
     if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.after !== undefined) params.set('after', query.after);
     return ((await this.call('GET', ['jobs'], undefined, options, params)).body as { jobs: Job[] }).jobs;
   }
 
@@ -206,9 +265,11 @@ export class QueueClient {
       method,
       url: urlUnder(this.baseUrl, path, query),
       ...(json ? { body: json } : {}),
+      headers: this.headers,
       timeoutMs,
       agent: this.agent,
       signal: options.signal,
+      maxAnswerBytes: this.maxAnswerBytes,
     });
     switch (res.kind) {
       case 'response':

@@ -5,6 +5,8 @@ import type { CurrentLease, Job, Presented, StaleReason } from './types.js';
 
 export const QUEUE_ERROR_STATUS = {
   invalid_request: 400,
+  /** With --api-key: the request did not carry `Authorization: Bearer <key>`. */
+  unauthorized: 401,
   unknown_job: 404,
   not_found: 404,
   job_exists: 409,

@@ -9,6 +9,7 @@ export type {
   Lease,
   NewJob,
   Presented,
+  RetryInput,
   StaleReason,
   Stats,
 } from './types.js';
@@ -30,4 +31,11 @@ export { openPostgresQueueStore, type PostgresQueueOptions } from './postgres-st
 export { createQueueApp, type QueueApp, type QueueAppOptions } from './app.js';
 export { ClaimWaiters, type LongPollOptions } from './long-poll.js';
 export { startQueue, openQueueStore, type QueueService, type QueueServiceOptions } from './service.js';
-export { QueueClient, type CallOptions, type EnqueueInput, type QueueClientOptions } from './client.js';
+export {
+  QueueClient,
+  type CallOptions,
+  type CancelInput,
+  type EnqueueInput,
+  type QueueClientOptions,
+  type ReleaseInput,
+} from './client.js';

@@ -278,6 +278,8 @@ export class KnexQueueStore implements QueueStore {
   async list(query: ListQuery): Promise<Job[]> {
     const q = this.knex('queue_jobs').select(this.knex.raw(COLUMNS)).orderBy('seq').limit(query.limit);
     if (query.status) q.where('status', query.status);
+    // Pages follow the order of enqueue; an id that names no job leaves nothing after it.
+    if (query.after !== undefined) q.where('seq', '>', this.knex('queue_jobs').select('seq').where('id', query.after));
     try {
       return (await q).map(rowToJob);
     } catch (err) {

@@ -150,7 +150,10 @@ export function cancelled(job: Job, reason: string | undefined, now: number): Jo
  * Why `retry` refuses `job` at `now`, or null when it may. Only a dead job is retried, and not
  * one past its deadline: rule 4 would quarantine it again before anyone could claim it.
  */
-export function retryRefusal(job: Pick<Job, 'status' | 'deadline'>, now: number): 'not_dead' | 'deadline_passed' | null {
+export function retryRefusal(
+  job: Pick<Job, 'status' | 'deadline'>,
+  now: number,
+): 'not_dead' | 'deadline_passed' | null {
   if (job.status !== 'dead') return 'not_dead';
   return deadlinePassed(job.deadline, now) ? 'deadline_passed' : null;
 }

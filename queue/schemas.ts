@@ -2,16 +2,32 @@
 // (zod's int), unknown fields are refused so a typo like "leaseMS" is not silently ignored.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { idSchema, storableText } from '../platform/ids.js';
 import type { NewJob } from './types.js';
 import { DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS } from './rules.js';
 
 const MAX_LEASE_MS = 7 * 24 * 60 * 60 * 1000;
 
-const name = (what: string) =>
+const name = (what: string) => idSchema(what);
+
+/**
+ * The longest relative time (`deadlineMs`, `retryInMs`): 100 years. Added to any time a clock
+ * can read (a Date reaches 8.64e15 ms at most) it stays below 2^53, so the deadline or runAt the
+ * queue computes is always a safe integer.
+ */
+export const MAX_OFFSET_MS = 100 * 365.25 * 24 * 60 * 60 * 1000;
+const offsetMs = (what: string, min: number) =>
   z
-    .string({ error: `${what} must be a string` })
-    .min(1, `${what} must not be empty`)
-    .max(256, `${what} must be at most 256 characters`);
+    .int({ error: `${what} must be an integer` })
+    .min(min, `${what} must be ${min === 0 ? '>= 0' : `at least ${min}`}`)
+    .max(MAX_OFFSET_MS, `${what} must be at most ${MAX_OFFSET_MS} (100 years)`);
+
+/** Free text, kept as sent except that what no store can keep (NUL, a lone surrogate) becomes U+FFFD. */
+const text = (field: string, description: string, maxLength: number) =>
+  z
+    .string({ error: `${field} must be ${description}` })
+    .max(maxLength, `${field} must be at most ${maxLength} characters`)
+    .overwrite(storableText);
 const epochMs = (what: string) =>
   z.int({ error: `${what} must be an integer (epoch milliseconds)` }).min(0, `${what} must be >= 0`);
 const token = z.int({ error: 'token must be an integer' }).min(1, 'token must be >= 1');
@@ -29,7 +45,7 @@ export const enqueueBody = z.strictObject({
   qty: z.int({ error: 'qty must be an integer' }).min(1, 'qty must be a positive integer'),
   payload: z.json().optional(),
   deadline: epochMs('deadline').optional(),
-  deadlineMs: z.int({ error: 'deadlineMs must be an integer' }).min(1, 'deadlineMs must be at least 1').optional(),
+  deadlineMs: offsetMs('deadlineMs', 1).optional(),
   maxAttempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   runAt: epochMs('runAt').optional(),
   priority: z.int({ error: 'priority must be an integer' }).default(0),
@@ -75,8 +91,8 @@ export const finishBody = z.strictObject({
 export const failBody = z.strictObject({
   owner: name('owner'),
   token,
-  error: z.string({ error: 'error must be a string describing what went wrong' }).max(64 * 1024),
-  retryInMs: z.int({ error: 'retryInMs must be an integer' }).min(0, 'retryInMs must be >= 0').optional(),
+  error: text('error', 'a string describing what went wrong', 64 * 1024),
+  retryInMs: offsetMs('retryInMs', 0).optional(),
 });
 
 export const verifyBody = z.strictObject({ owner: name('owner'), token });
@@ -85,10 +101,7 @@ export const releaseBody = z.strictObject({ owner: name('owner'), token });
 
 /** Kept as the job's `lastError`; as long as a fail's `error` may be. */
 export const cancelBody = z.strictObject({
-  reason: z
-    .string({ error: 'reason must be a string saying why the job is cancelled' })
-    .max(64 * 1024, 'reason must be at most 65536 characters')
-    .optional(),
+  reason: text('reason', 'a string saying why the job is cancelled', 64 * 1024).optional(),
 });
 
 export const retryBody = z.strictObject({
@@ -122,6 +135,8 @@ export const listQuery = z.strictObject({
         .max(1000, 'limit must be at most 1000'),
     )
     .default(100),
+  /** Pages on after this job (the last id of the previous page), in order of enqueue. */
+  after: name('after').optional(),
 });
 
 /**

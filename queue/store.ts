@@ -6,6 +6,8 @@ import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, RetryI
 export interface ListQuery {
   status?: JobStatus | undefined;
   limit: number;
+  /** Only jobs enqueued after the job with this id: the last id of the previous page. */
+  after?: string | undefined;
 }
 
 /**

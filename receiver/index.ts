@@ -34,6 +34,7 @@ export {
   type ApplyEffect,
   type EffectStore,
   type JournalEntry,
+  type PruneOptions,
   type Recorded,
   type Totals,
 } from './store.js';

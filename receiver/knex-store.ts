@@ -15,7 +15,7 @@ import {
   type Judgement,
   type Outcome,
 } from './rules.js';
-import type { ApplyEffect, EffectStore, JournalEntry, Recorded, Totals } from './store.js';
+import type { ApplyEffect, EffectStore, JournalEntry, PruneOptions, Recorded, Totals } from './store.js';
 
 /**
  * What the receiver's SQL runs on: a knex transaction, or (on SQLite's write path) a connection
@@ -97,6 +97,17 @@ const RECORD_SQL = `INSERT INTO ${EFFECTS} (job_id, qty, token, applied_at, high
   RETURNING ${EFFECT_COLUMNS}, previous_highest_token`;
 
 const READ_SQL = `SELECT ${EFFECT_COLUMNS} FROM ${EFFECTS} WHERE job_id = ?`;
+
+/**
+ * One batch of journal entries judged before a time, oldest first, by the index on `at`. Only
+ * the journal: a job's effect row holds its highest token, which is never pruned, or a stale
+ * token would pass once its job's row was gone.
+ */
+const PRUNE_SQL = `DELETE FROM ${JOURNAL} WHERE seq IN (
+    SELECT seq FROM ${JOURNAL} WHERE at < ? ORDER BY at LIMIT ?)
+  RETURNING seq`;
+
+const DEFAULT_PRUNE_BATCH = 500;
 
 const JOURNAL_SQL = `INSERT INTO ${JOURNAL} (job_id, qty, token, outcome, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`;
 
@@ -238,6 +249,24 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
         .orderBy('seq')
         .catch(rethrow);
       return (rows as Row[]).map(toJournalEntry);
+    },
+
+    async pruneJournal(olderThan: number, options: PruneOptions = {}): Promise<number> {
+      const batchSize = options.batchSize ?? DEFAULT_PRUNE_BATCH;
+      if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
+        throw new RangeError(`batchSize must be a positive integer, not ${String(batchSize)}.`);
+      }
+      // Each batch is its own short write transaction, so recording requests wait for one batch
+      // at most, never for the whole prune.
+      let pruned = 0;
+      while (!options.signal?.aborted) {
+        const deleted = await write(
+          async (executor) => rowsOf(await executor.raw(PRUNE_SQL, [olderThan, batchSize])).length,
+        ).catch(rethrow);
+        pruned += deleted;
+        if (deleted < batchSize) break;
+      }
+      return pruned;
     },
 
     async reset() {

@@ -1,7 +1,15 @@
 // `leasehold receiver`: parse flags, start the receiver, print the URL it listens on, and stop
 // cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
 import { Option, type Command } from 'commander';
-import { dbOption, failStart, journalOption, leaseholdCommand, logLevelOption, portOption } from '../platform/flags.js';
+import {
+  dbOption,
+  failStart,
+  journalOption,
+  leaseholdCommand,
+  logLevelOption,
+  parseDuration,
+  portOption,
+} from '../platform/flags.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { onShutdown } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
@@ -17,6 +25,7 @@ interface ReceiverFlags {
   secret?: string;
   testMode: boolean;
   journal: SqliteJournal;
+  retainJournal?: number;
   logLevel: string;
 }
 
@@ -43,6 +52,13 @@ export function receiverCommand(): Command {
       false,
     )
     .addOption(journalOption())
+    .addOption(
+      new Option(
+        '--retain-journal <duration>',
+        'delete journal entries older than this (7d, 12h, 30m, 90s, or milliseconds), at start and periodically; ' +
+          'effects and highest tokens are always kept (default: keep the whole journal)',
+      ).argParser(parseDuration),
+    )
     .addOption(logLevelOption())
     .addHelpText(
       'after',
@@ -67,6 +83,7 @@ async function runReceiver(flags: ReceiverFlags): Promise<void> {
       secret: flags.secret,
       testMode: flags.testMode,
       journal: flags.journal,
+      retainJournalMs: flags.retainJournal,
       logger,
     });
   } catch (err) {

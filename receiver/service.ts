@@ -10,6 +10,7 @@ import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { listen, type Listening } from '../platform/listen.js';
 import { systemClock, type Clock, type Effect } from './rules.js';
 import type { JournalEntry, Totals } from './store.js';
+import { retainJournal } from './retention.js';
 
 export interface StartReceiverOptions {
   /** Default 0: a free port. */
@@ -30,6 +31,11 @@ export interface StartReceiverOptions {
   logger?: Logger;
   /** SQLite only: the journal (default `delete`, the rollback journal; `wal` is as durable). */
   journal?: SqliteJournal;
+  /**
+   * Deletes journal entries older than this many milliseconds, at start and then every tenth of
+   * it (between 1 s and 1 h). Effects and highest tokens are always kept. Default: keep all.
+   */
+  retainJournalMs?: number;
 }
 
 export interface ReceiverHandle {
@@ -60,6 +66,7 @@ interface ResolvedOptions {
   clock: Clock;
   logger: Logger;
   journal: SqliteJournal;
+  retainJournalMs: number | undefined;
 }
 
 /** Defaults and checks in one place; everything below takes only the resolved shape. */
@@ -77,6 +84,12 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
       `db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`,
     );
   }
+  const retainJournalMs = options.retainJournalMs;
+  if (retainJournalMs !== undefined && (!Number.isSafeInteger(retainJournalMs) || retainJournalMs < 1)) {
+    throw new RangeError(
+      `retainJournalMs must be a positive integer number of milliseconds, not ${String(retainJournalMs)}; leave it out to keep the whole journal.`,
+    );
+  }
   return {
     port,
     host: options.host ?? '127.0.0.1',
@@ -86,6 +99,7 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
     clock: options.clock ?? systemClock,
     logger: options.logger ?? pino({ level: 'silent' }),
     journal: options.journal ?? 'delete',
+    retainJournalMs,
   };
 }
 
@@ -111,6 +125,10 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     throw err;
   }
   const { url, port } = listening;
+  const retention =
+    resolved.retainJournalMs === undefined
+      ? undefined
+      : retainJournal(store, { retainMs: resolved.retainJournalMs, clock, logger });
   logger.info(
     { url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined },
     'receiver listening',
@@ -118,6 +136,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
 
   let closing: Promise<void> | undefined;
   const close = async (graceMs: number) => {
+    await retention?.stop();
     await listening.close(graceMs);
     faults.clear();
     await store.close();

@@ -26,6 +26,13 @@ export interface Totals {
  */
 export type ApplyEffect<Tx> = (effect: Effect, tx: Tx) => Promise<void>;
 
+export interface PruneOptions {
+  /** Entries deleted per write transaction (default 500), so no prune holds the write lock long. */
+  batchSize?: number;
+  /** Stops the prune between batches (a closing service); what was deleted stays deleted. */
+  signal?: AbortSignal;
+}
+
 export interface Recorded {
   judgement: Judgement;
   journal: JournalEntry;
@@ -49,6 +56,12 @@ export interface EffectStore<Tx = unknown> {
   getEffect(jobId: string): Promise<Effect | undefined>;
   totals(): Promise<Totals>;
   journal(): Promise<JournalEntry[]>;
+  /**
+   * Deletes journal entries judged before `olderThan` (epoch ms), a batch per short write
+   * transaction, and resolves to how many it deleted. Effects, and with them each job's highest
+   * token, are never pruned: forgetting a job's highest token would let a stale token through.
+   */
+  pruneJournal(olderThan: number, options?: PruneOptions): Promise<number>;
   /** Forgets every effect and journal entry (test stubs between cases). */
   reset(): Promise<void>;
   close(): Promise<void>;

@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import { createEffectsAndJournal } from './001_create_effects_and_journal.js';
 import { addPreviousHighestToken } from './002_add_previous_highest_token.js';
+import { indexJournalAt } from './003_index_journal_at.js';
 
 export interface ReceiverMigration {
   name: string;
@@ -10,7 +11,7 @@ export interface ReceiverMigration {
   down(knex: Knex): Promise<void>;
 }
 
-const migrations: readonly ReceiverMigration[] = [createEffectsAndJournal, addPreviousHighestToken];
+const migrations: readonly ReceiverMigration[] = [createEffectsAndJournal, addPreviousHighestToken, indexJournalAt];
 
 /** Its own bookkeeping table, so the receiver can share a database with the queue. */
 export const RECEIVER_MIGRATIONS_TABLE = 'receiver_migrations';

@@ -10,6 +10,7 @@ import {
   integerAtLeast,
   leaseholdCommand,
   oneOf,
+  parseDuration,
   parsePort,
   parsePositiveInt,
   parseWholeNumber,
@@ -57,6 +58,22 @@ describe('parsers', () => {
     const policy = oneOf(['reject', 'if-unclaimed'] as const);
     expect(policy('if-unclaimed')).toBe('if-unclaimed');
     expect(refusal(policy, 'Reject')).toBe('must be one of reject, if-unclaimed, not "Reject"');
+  });
+
+  test('parseDuration takes digits with ms, s, m, h or d, or digits alone as milliseconds', () => {
+    expect(['7d', '12h', '30m', '90s', '250ms', '5000', '1'].map(parseDuration)).toEqual([
+      604_800_000, 43_200_000, 1_800_000, 90_000, 250, 5_000, 1,
+    ]);
+    const signsAndSpaces = ['', '0', '0s', '-1h', ' 7d', '7 d'];
+    const otherShapes = ['1.5h', '7D', '1h30m', '7w', 'd', '2e9d', '9007199254740992'];
+    for (const bad of [...signsAndSpaces, ...otherShapes]) {
+      expect({ bad, message: refusal(parseDuration, bad) }).toEqual({
+        bad,
+        message: `must be a positive duration such as 7d, 12h, 30m, 90s or 5000 (milliseconds), not ${JSON.stringify(bad)}`,
+      });
+    }
+    const tooLong = refusal(parseDuration, '104249991375d');
+    expect(tooLong, 'past 2^53 - 1 milliseconds').toMatch(/^must be a positive duration/);
   });
 });
 
@@ -156,6 +173,21 @@ describe('usage errors', () => {
       expect(await parse(probe(), [])).toMatchObject({
         exit: 2,
         stderr: 'leasehold probe: LEASEHOLD_KEEP must be true or false (or 1 or 0), not "yes please"\n',
+      });
+    });
+
+    test('leasehold receiver --retain-journal takes a duration, from the flag or LEASEHOLD_RETAIN_JOURNAL', async () => {
+      expect((await parse(receiverCommand(), [])).opts.retainJournal, 'no retention unless asked').toBeUndefined();
+      expect((await parse(receiverCommand(), ['--retain-journal', '7d'])).opts).toMatchObject({
+        retainJournal: 604_800_000,
+      });
+      vi.stubEnv('LEASEHOLD_RETAIN_JOURNAL', '90s');
+      expect((await parse(receiverCommand(), [])).opts).toMatchObject({ retainJournal: 90_000 });
+      expect(await parse(receiverCommand(), ['--retain-journal', '1.5h'])).toMatchObject({
+        exit: 2,
+        stderr:
+          'leasehold receiver: --retain-journal must be a positive duration such as 7d, 12h, 30m, 90s or 5000 ' +
+          '(milliseconds), not "1.5h"\n',
       });
     });
   });

@@ -258,3 +258,36 @@ test('closing the service answers a waiting claim at once instead of holding the
   expect(await waiting).toEqual([]);
   expect(Date.now() - started, 'ms to close with a claim waiting').toBeLessThan(10_000);
 });
+
+test('release, cancel and retry through the client; their refusals come back as QueueErrors', async () => {
+  const { client } = await setup();
+  await client.enqueue({ id: 'life', qty: 1 });
+  const first = (await client.claim('w1', 60_000))!;
+  expect(await client.release('life', { owner: 'w1', token: first.token })).toMatchObject({
+    status: 'pending',
+    attempts: 0,
+    token: 1,
+  });
+  const second = (await client.claim('w2', 60_000))!;
+  expect(second.token).toBe(2);
+  const stale = await client.release('life', { owner: 'w1', token: first.token }).catch((e: unknown) => e);
+  expect(stale).toMatchObject({ code: 'stale_lease', details: { reason: 'token_mismatch' } });
+
+  const cancelled = await client.cancel('life', { reason: 'no longer needed' });
+  expect(cancelled).toMatchObject({ status: 'dead', deadReason: 'cancelled', lastError: 'no longer needed' });
+  expect(await client.cancel('life')).toEqual(cancelled);
+  const refused = await client.heartbeat('life', { owner: 'w2', token: second.token }).catch((e: unknown) => e);
+  expect(refused).toMatchObject({ code: 'stale_lease', details: { reason: 'not_leased' } });
+  expect((await client.list({ status: 'dead' })).map((j) => [j.id, j.deadReason])).toEqual([['life', 'cancelled']]);
+
+  expect(await client.retry('life', { maxAttempts: 2 })).toMatchObject({
+    status: 'pending',
+    attempts: 0,
+    maxAttempts: 2,
+  });
+  expect(await client.retry('life').catch((e: QueueError) => [e.code, e.status])).toEqual(['not_dead', 409]);
+  const third = (await client.claim('w3', 60_000))!;
+  expect(third.token, 'the token keeps counting after a retry').toBe(3);
+  await client.finish('life', { owner: 'w3', token: third.token });
+  expect(await client.cancel('life').catch((e: QueueError) => [e.code, e.status])).toEqual(['job_finished', 409]);
+});

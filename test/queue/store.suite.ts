@@ -3,6 +3,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Job, LateFinishPolicy, Lease, NewJob, QueueStore } from '../../queue/index.js';
 import { QueueError } from '../../queue/index.js';
+import { cancelled, released, retried } from '../../queue/rules.js';
 import { canonicalRequest } from '../../queue/schemas.js';
 import { fakeClock, type FakeClock } from '../helpers/clock.js';
 
@@ -538,6 +539,217 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
       expect(await store.stats()).toEqual({ pending: 1, leased: 1, done: 1, dead: 0 });
       expect((await store.list({ status: 'pending', limit: 10 })).map((j) => j.id)).toEqual(['c']);
       expect((await store.list({ limit: 2 })).map((j) => j.id)).toEqual(['a', 'b']);
+    });
+
+    describe('job lifecycle: release, cancel, retry', () => {
+      test('release gives the job back: pending now, the attempt returned, and the next claim gets token + 1', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'r' });
+        const lease = await claim('w1', 1_000);
+        clock.advance(10);
+        const before = await job('r');
+        let calls = 0;
+        const off = store.onClaimable(() => calls++);
+        const back = await store.release('r', lease);
+        off();
+        expect(back).toEqual(released(before, clock.now()));
+        expect(back).toMatchObject({ status: 'pending', owner: null, leaseUntil: null, attempts: 0, token: 1 });
+        expect(calls, 'claimable signal after a release').toBeGreaterThanOrEqual(1);
+        expect(await claim('w2', 1_000)).toMatchObject({ id: 'r', owner: 'w2', token: 2, attempt: 1 });
+        const err = await rejection(store.finish('r', lease, null), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'token_mismatch' });
+      });
+
+      test('a stale release is refused and changes nothing', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'r' });
+        const old = await claim('w1', 1_000);
+        clock.set(old.leaseUntil);
+        let err = await rejection(store.release('r', old), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'lease_expired', expected: { owner: 'w1', token: 1 } });
+        const current = await claim('w2', 1_000);
+        const before = await job('r');
+        err = await rejection(store.release('r', old), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'token_mismatch', current: { owner: 'w2', token: 2 } });
+        err = await rejection(store.release('r', { owner: 'w1', token: current.token }), 'stale_lease');
+        expect(err.details).toMatchObject({ reason: 'owner_mismatch' });
+        expect(await job('r')).toEqual(before);
+        await rejection(store.release('nope', current), 'unknown_job');
+        await store.release('r', current);
+        err = await rejection(store.release('r', current), 'stale_lease');
+        expect(err.details, 'a repeated release').toMatchObject({ reason: 'not_leased' });
+      });
+
+      test('if-unclaimed: the current token may still release after its lease expired, while nobody claimed', async () => {
+        const { store, enqueue, claim, clock } = await setup('if-unclaimed');
+        await enqueue({ id: 'late' });
+        const lease = await claim('w1', 1_000);
+        clock.set(lease.leaseUntil + 500);
+        expect(await store.release('late', lease)).toMatchObject({ status: 'pending', attempts: 0, token: 1 });
+      });
+
+      test('cancel of a pending job: dead, cancelled, the reason kept; never claimed', async () => {
+        const { store, enqueue, clock, job } = await setup();
+        await enqueue({ id: 'c' });
+        const before = await job('c');
+        clock.advance(5);
+        const gone = await store.cancel('c', 'the order was withdrawn');
+        expect(gone).toEqual(cancelled(before, 'the order was withdrawn', clock.now()));
+        expect(gone).toMatchObject({ status: 'dead', deadReason: 'cancelled', lastError: 'the order was withdrawn' });
+        expect(await store.claim('w1', 1_000)).toBeNull();
+        expect(await store.stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 1 });
+      });
+
+      test("cancel of a leased job: the holder's heartbeat, finish, fail and verify are refused as not_leased", async () => {
+        const { store, enqueue, claim, job } = await setup();
+        await enqueue({ id: 'c' });
+        const lease = await claim('w1', 60_000);
+        const gone = await store.cancel('c', undefined);
+        expect(gone).toMatchObject({
+          status: 'dead',
+          deadReason: 'cancelled',
+          owner: 'w1',
+          token: 1,
+          leaseUntil: null,
+        });
+        const refusals = [
+          () => store.heartbeat('c', lease, undefined),
+          () => store.finish('c', lease, null),
+          () => store.fail('c', lease, 'late', undefined),
+          () => store.verify('c', lease),
+          () => store.release('c', lease),
+        ];
+        for (const refused of refusals) {
+          const err = await rejection(refused(), 'stale_lease');
+          expect(err.details).toMatchObject({ reason: 'not_leased', current: { status: 'dead', token: 1 } });
+        }
+        expect(await job('c')).toEqual(gone);
+        expect(await store.claim('w2', 1_000)).toBeNull();
+      });
+
+      test('cancelling again answers the same job; a job dead for another reason is left as it is', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'twice' });
+        const first = await store.cancel('twice', 'first reason');
+        clock.advance(10);
+        expect(await store.cancel('twice', 'second reason')).toEqual(first);
+        await enqueue({ id: 'spent', maxAttempts: 1 });
+        const lease = await claim();
+        const dead = await store.fail('spent', lease, 'fatal', undefined);
+        expect(dead.deadReason).toBe('attempts_exhausted');
+        expect(await store.cancel('spent', 'too late')).toEqual(dead);
+        expect(await job('spent')).toEqual(dead);
+      });
+
+      test('cancel of a done job is job_finished and changes nothing; an unknown job is unknown_job', async () => {
+        const { store, enqueue, claim, job } = await setup();
+        await enqueue({ id: 'd' });
+        const lease = await claim();
+        const done = await store.finish('d', lease, { ok: true });
+        const err = await rejection(store.cancel('d', 'oops'), 'job_finished');
+        expect(err.status).toBe(409);
+        expect(err.details).toEqual({ id: 'd', status: 'done' });
+        expect(await job('d')).toEqual(done);
+        await rejection(store.cancel('nope', undefined), 'unknown_job');
+      });
+
+      test('retry of a job whose attempts ran out: pending, attempts 0, the token keeps counting, old holders fenced', async () => {
+        const { store, enqueue, claim, clock, job } = await setup();
+        await enqueue({ id: 'spent', maxAttempts: 1 });
+        const old = await claim('w1', 1_000);
+        clock.set(old.leaseUntil);
+        expect(await store.claim('w2', 1_000)).toBeNull();
+        const dead = await job('spent');
+        expect(dead).toMatchObject({ status: 'dead', deadReason: 'attempts_exhausted', token: 1 });
+        clock.advance(100);
+        let calls = 0;
+        const off = store.onClaimable(() => calls++);
+        const back = await store.retry('spent', {});
+        off();
+        expect(back).toEqual(retried(dead, {}, clock.now()));
+        expect(back).toMatchObject({ status: 'pending', attempts: 0, deadReason: null, token: 1, maxAttempts: 1 });
+        expect(calls, 'claimable signal after a retry').toBeGreaterThanOrEqual(1);
+        let err = await rejection(store.finish('spent', old, null), 'stale_lease');
+        expect(err.details, 'the holder from before, while pending').toMatchObject({ reason: 'not_leased' });
+        const fresh = await claim('w3', 1_000);
+        expect(fresh).toMatchObject({ token: 2, attempt: 1 });
+        err = await rejection(store.finish('spent', old, null), 'stale_lease');
+        expect(err.details, 'the holder from before, once claimed again').toMatchObject({ reason: 'token_mismatch' });
+        expect((await store.finish('spent', fresh, null)).status).toBe('done');
+      });
+
+      test('retry of a cancelled job takes runAt and maxAttempts; lastError is kept', async () => {
+        const { store, enqueue, claim, clock } = await setup();
+        await enqueue({ id: 'later', maxAttempts: 5 });
+        const first = await claim('w1', 1_000);
+        await store.cancel('later', 'paused by hand');
+        const back = await store.retry('later', { runAt: clock.now() + 100, maxAttempts: 2 });
+        expect(back).toMatchObject({
+          status: 'pending',
+          runAt: clock.now() + 100,
+          maxAttempts: 2,
+          attempts: 0,
+          lastError: 'paused by hand',
+          token: first.token,
+        });
+        clock.advance(99);
+        expect(await store.claim('w2', 1_000)).toBeNull();
+        clock.advance(1);
+        expect(await claim('w2', 1_000)).toMatchObject({ token: first.token + 1, attempt: 1 });
+      });
+
+      test('retry of a job that is not dead is not_dead and changes nothing; an unknown job is unknown_job', async () => {
+        const { store, enqueue, claim, job } = await setup();
+        await enqueue({ id: 'p' });
+        await enqueue({ id: 'l' });
+        await enqueue({ id: 'd' });
+        const leased = await claim('w1');
+        expect(leased.id).toBe('p');
+        await claim('w1');
+        const done = await claim('w1');
+        await store.finish(done.id, done, null);
+        await enqueue({ id: 'still-pending' });
+        for (const id of ['still-pending', 'p', 'd']) {
+          const before = await job(id);
+          const err = await rejection(store.retry(id, { maxAttempts: 9 }), 'not_dead');
+          expect(err.details).toEqual({ id, status: before.status });
+          expect(await job(id)).toEqual(before);
+        }
+        await rejection(store.retry('nope', {}), 'unknown_job');
+      });
+
+      test('retry of a job past its deadline is deadline_passed and changes nothing; before it, the job is retried', async () => {
+        const { store, enqueue, clock, job } = await setup();
+        await enqueue({ id: 'due', deadline: clock.now() + 100 });
+        await store.cancel('due', undefined);
+        clock.advance(50);
+        expect((await store.retry('due', {})).status).toBe('pending');
+        await store.cancel('due', undefined);
+        clock.advance(50);
+        const before = await job('due');
+        const err = await rejection(store.retry('due', {}), 'deadline_passed');
+        expect(err.details).toEqual({ id: 'due', deadline: before.deadline, now: clock.now() });
+        expect(await job('due')).toEqual(before);
+        await enqueue({ id: 'quarantined', deadline: clock.now() + 10 });
+        clock.advance(10);
+        expect(await store.claim('w1', 1_000)).toBeNull();
+        expect((await job('quarantined')).deadReason).toBe('deadline_passed');
+        await rejection(store.retry('quarantined', {}), 'deadline_passed');
+      });
+
+      test('the dead jobs listed carry their deadReason', async () => {
+        const { store, enqueue, claim } = await setup();
+        await enqueue({ id: 'cancelled' });
+        await enqueue({ id: 'spent', maxAttempts: 1 });
+        await store.cancel('cancelled', 'not needed');
+        const lease = await claim();
+        await store.fail(lease.id, lease, 'fatal', undefined);
+        const dead = await store.list({ status: 'dead', limit: 10 });
+        expect(dead.map((j) => [j.id, j.deadReason, j.lastError])).toEqual([
+          ['cancelled', 'cancelled', 'not needed'],
+          ['spent', 'attempts_exhausted', 'fatal'],
+        ]);
+      });
     });
   });
 }

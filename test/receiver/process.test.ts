@@ -146,6 +146,31 @@ describe('leasehold receiver (process)', () => {
     });
   });
 
+  test('--retain-journal prunes old journal entries and keeps effects; a bad duration exits 2', async () => {
+    const dir = tempDir('leasehold-receiver-retain-');
+    const running = await startProcess(['--port', '0', '--db', join(dir, 'r.sqlite'), '--log-level', 'warn'], {
+      LEASEHOLD_RETAIN_JOURNAL: '1s',
+    });
+    expect((await postEffect(running.url, { jobId: 'a', qty: 2, token: 3 })).status).toBe(201);
+    const deadline = Date.now() + 15_000;
+    let journal: unknown[] = [{}];
+    while (journal.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      journal = (await send(running.url, { path: '/journal' })).body.journal as unknown[];
+    }
+    expect(journal, 'the journal after the 1 s retention ran out').toEqual([]);
+    expect((await send(running.url, { path: '/totals' })).body).toEqual({ effects: 1, qty: 2 });
+    expectError(await postEffect(running.url, { jobId: 'a', qty: 2, token: 2 }), 409, 'fenced');
+
+    expect(await runCli(['receiver', '--retain-journal', '0'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'leasehold receiver: --retain-journal must be a positive duration such as 7d, 12h, 30m, 90s or 5000 ' +
+        '(milliseconds), not "0"\n',
+    });
+  });
+
   test('--help explains every flag', async () => {
     const { code, stdout: out } = await runCli(['receiver', '--help']);
     expect(code).toBe(0);
@@ -156,6 +181,7 @@ describe('leasehold receiver (process)', () => {
       '--secret',
       '--test-mode',
       '--log-level',
+      '--retain-journal',
       'LEASEHOLD_SECRET',
       'LEASEHOLD_PORT',
       'LEASEHOLD_TEST_MODE',

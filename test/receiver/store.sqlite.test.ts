@@ -41,6 +41,7 @@ describe('receiver sqlite schema', () => {
     expect(await knex(RECEIVER_MIGRATIONS_TABLE).pluck('name')).toEqual([
       '001_create_effects_and_journal',
       '002_add_previous_highest_token',
+      '003_index_journal_at',
     ]);
   });
 });

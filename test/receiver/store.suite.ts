@@ -170,6 +170,50 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       ]);
     });
 
+    test('pruneJournal deletes entries judged before a time; every effect and highest token stays', async () => {
+      const { store, clock, record } = await setup();
+      const t0 = clock.now();
+      await record('a', 5, 3);
+      clock.advance(10);
+      expect(await record('a', 5, 6)).toBe('duplicate');
+      clock.advance(10);
+      await record('b', 2, 1);
+      clock.advance(10);
+      expect(await record('a', 5, 4)).toBe('fenced');
+      const effects = await store.listEffects();
+
+      expect(await store.pruneJournal(t0 + 20)).toBe(2);
+      expect((await store.journal()).map(({ jobId, token, at }) => ({ jobId, token, at }))).toEqual([
+        { jobId: 'b', token: 1, at: t0 + 20 },
+        { jobId: 'a', token: 4, at: t0 + 30 },
+      ]);
+      expect(await store.pruneJournal(t0 + 20), 'nothing left before that time').toBe(0);
+      expect(await store.listEffects()).toEqual(effects);
+      expect(await store.totals()).toEqual({ effects: 2, qty: 7 });
+      // The highest token (6) was raised by a pruned entry; it is kept with the effect.
+      expect(await record('a', 5, 5)).toBe('fenced');
+      expect(await record('a', 5, 6)).toBe('duplicate');
+    });
+
+    test('pruneJournal works in batches of batchSize, and stops between batches once its signal aborts', async () => {
+      const { store, clock, record, onStatement } = await setup();
+      for (let i = 0; i < 25; i++) await record(`j${i}`, 1, 1);
+      clock.advance(1);
+      const deletes: string[] = [];
+      onStatement((sql) => {
+        if (/^\s*delete/i.test(sql)) deletes.push(sql);
+      });
+      const stopped = new AbortController();
+      stopped.abort();
+      expect(await store.pruneJournal(clock.now(), { signal: stopped.signal })).toBe(0);
+      expect((await store.journal()).length).toBe(25);
+      expect(await store.pruneJournal(clock.now(), { batchSize: 10 })).toBe(25);
+      expect(deletes.length, 'one DELETE per batch: 10, 10 and 5').toBe(3);
+      expect(await store.journal()).toEqual([]);
+      expect((await store.totals()).effects).toBe(25);
+      await expect(store.pruneJournal(clock.now(), { batchSize: 0 })).rejects.toThrow(RangeError);
+    });
+
     test('reset forgets effects and the journal', async () => {
       const { store, record } = await setup();
       await record('a', 5, 3);
