@@ -7,9 +7,12 @@ const TEST_LAYERS = {
   unit: [
     'test/**/rules.test.ts',
     'test/receiver/signature.test.ts',
+    'test/queue/errors.test.ts',
+    'test/scripts/build-if-stale.test.ts',
     'test/platform/boundaries.test.ts',
     'test/platform/flags.test.ts',
     'test/platform/test-layers.test.ts',
+    'test/demo/timeline-*.test.ts',
   ],
   // Stores on real SQLite files and PostgreSQL schemas.
   db: [
@@ -28,11 +31,13 @@ const TEST_LAYERS = {
     'test/**/client.test.ts',
     'test/**/middleware*.test.ts',
     'test/platform/http-edge.test.ts',
+    'test/audit/audit.test.ts',
     'test/gateway/faults.test.ts',
     'test/gateway/verifier.test.ts',
     'test/receiver/stub.test.ts',
     'test/worker/lease.test.ts',
     'test/worker/run.test.ts',
+    'test/worker/{concurrency,shutdown,outputs,connections}.test.ts',
   ],
   // Real child processes: the built CLI, several processes on one database, kill -9, the demo.
   system: [
@@ -52,6 +57,8 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     allowOnly: false,
+    // Asks the test PostgreSQL once whether it answers; without it (and without CI=true) its suites are skipped.
+    globalSetup: ['test/helpers/postgres-probe.ts'],
     projects: Object.entries(TEST_LAYERS).map(([name, include]) => ({
       extends: true,
       test: { name, include: [...include] },

@@ -13,6 +13,7 @@ import { ChildGroup, describeExit, type Child, type ExitInfo } from './processes
 import { readFinalState, startServiceProcesses, type ServiceChildren, type ServiceUrls } from './services.js';
 import { describeEvent, formatEntry, type TimelineEntry } from './timeline.js';
 import { Director } from './director.js';
+import { readOutputs } from './outputs.js';
 import { resolveDemoOptions, type DemoOptions, type ResolvedDemoOptions } from './options.js';
 import { judgeDemo, type Check, type FinalState, type ScenarioRecord } from './verdict.js';
 
@@ -22,6 +23,8 @@ export interface DemoResult {
   reasons: string[];
   dir: string;
   kept: boolean;
+  /** Epoch ms of the start: every `ms` in the timeline and the scenario counts from it. */
+  startedAt: number;
   durationMs: number;
   options: Omit<ResolvedDemoOptions, 'onEntry' | 'signal'>;
   jobs: DemoJob[];
@@ -124,7 +127,10 @@ class DemoRun {
     await this.stopAll();
     const scenario = this.director.scenario;
     this.reasons.push(...this.director.problems);
-    const checks = this.final ? judgeDemo({ jobs: this.jobs, final: this.final, scenario, events: this.events }) : [];
+    const outputs = readOutputs(join(this.dir, 'outputs'));
+    const checks = this.final
+      ? judgeDemo({ jobs: this.jobs, final: this.final, scenario, events: this.events, outputs })
+      : [];
     for (const check of checks) {
       if (check.ok === false) this.reasons.push(`${check.label}: expected ${check.expected}, got ${check.actual}`);
     }
@@ -138,6 +144,7 @@ class DemoRun {
       reasons: this.reasons,
       dir: this.dir,
       kept,
+      startedAt: this.t0,
       durationMs: Date.now() - this.t0,
       options,
       jobs: this.jobs,
@@ -186,8 +193,10 @@ class DemoRun {
       '100',
       '--work-ms',
       String(options.workMs),
-      '--drain-ms',
+      '--grace-ms',
       '2000',
+      '--output-root',
+      join(this.dir, 'outputs'),
     );
     if (name === FROZEN) {
       // Its first job stalls between the lease check and the send; its second, before the finish.

@@ -21,7 +21,7 @@ export function describeEvent(e: WorkerLine, t0: number): string {
     case 'started':
       return `started: lease ${e.leaseMs} ms, renewed every ${e.heartbeatMs} ms`;
     case 'claimed':
-      return `claimed ${e.job} (qty ${e.qty}) with token ${e.token}, lease until ${at(e.leaseUntil)}${e.attempt > 1 ? ` — attempt ${e.attempt}, taking it over` : ''}`;
+      return `claimed ${e.job} (qty ${e.qty}) with token ${e.token}, lease until ${at(e.leaseUntil)}${e.via === 'finish' ? ' (with its last finish)' : ''}${e.attempt > 1 ? ` — attempt ${e.attempt}, taking it over` : ''}`;
     case 'renewed':
       return `renewed ${e.job} token ${e.token} until ${at(e.leaseUntil)}${e.stage ? ` (before ${e.stage})` : ''}`;
     case 'stalled':
@@ -49,9 +49,19 @@ export function describeEvent(e: WorkerLine, t0: number): string {
     case 'claim_failed':
       return `claim failed: ${e.error}`;
     case 'stopping':
-      return 'stopping: no new claims';
+      return `stopping: no new claims; ${e.running} running, given ${e.graceMs} ms`;
+    case 'grace_over':
+      return `grace time over with ${e.running} still running: releasing their leases`;
+    case 'released':
+      return `released ${e.job} (token ${e.token}): claimable again at once, the attempt given back`;
+    case 'output':
+      return `writes its output for ${e.job} in ${e.path}`;
+    case 'cleaned':
+      return `removed the stale output of ${e.job}, token ${e.removed.join(', ')}: it can no longer win`;
+    case 'exiting':
+      return `second ${e.signal}: exiting at once with ${e.running} running`;
     case 'stopped':
-      return `stopped: ${e.claimed} claimed, ${e.finished} finished, ${e.failed} failed, ${e.lost} lost`;
+      return `stopped: ${e.claimed} claimed, ${e.finished} finished, ${e.failed} failed, ${e.lost} lost${e.released ? `, ${e.released} released` : ''}`;
     default:
       return JSON.stringify(e);
   }
@@ -59,6 +69,7 @@ export function describeEvent(e: WorkerLine, t0: number): string {
 
 const LOSS_WORDS: Record<LossReason, string> = {
   not_leased: 'the job is no longer leased',
+  cancelled: 'the job was cancelled',
   token_mismatch: 'the job was claimed again under a newer token',
   owner_mismatch: 'another owner holds the token',
   deadline_passed: "the job's deadline passed",
@@ -71,7 +82,7 @@ const LOSS_WORDS: Record<LossReason, string> = {
 
 /** The verdict as an aligned table: one row per check, expected next to actual. */
 export function formatChecks(checks: readonly Check[]): string[] {
-  const head = { label: 'check', expected: 'expected', actual: 'actual', mark: '' };
+  const head = { label: 'check', expected: 'expected', actual: 'actual', mark: 'result' };
   const rows = checks.map((c) => ({
     label: c.label,
     expected: c.expected,
@@ -82,5 +93,5 @@ export function formatChecks(checks: readonly Check[]): string[] {
   const [w1, w2, w3] = [width('label'), width('expected'), width('actual')];
   const line = (r: typeof head) =>
     `  ${r.label.padEnd(w1)}  ${r.expected.padEnd(w2)}  ${r.actual.padEnd(w3)}  ${r.mark}`.trimEnd();
-  return [line(head), `  ${'-'.repeat(w1)}  ${'-'.repeat(w2)}  ${'-'.repeat(w3)}  ----`, ...rows.map(line)];
+  return [line(head), `  ${'-'.repeat(w1)}  ${'-'.repeat(w2)}  ${'-'.repeat(w3)}  ------`, ...rows.map(line)];
 }

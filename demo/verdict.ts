@@ -1,9 +1,11 @@
 // The demo's verdict, as a pure function of what the services say at the end and what the
 // scenario recorded: every job done exactly once in effect, the totals equal, and each staged
 // fault refused or recovered as it should be.
+import type { AuditReport } from '../audit/index.js';
 import type { Job, Stats } from '../queue/types.js';
-import type { WorkerLine } from '../worker/index.js';
+import { generationPath, recordedOutput, type WorkerLine } from '../worker/index.js';
 import type { DemoJob } from './jobs.js';
+import type { OutputGeneration } from './outputs.js';
 import type { Effect, JournalEntry } from '../receiver/index.js';
 
 /** A freeze the demo staged: a worker stopped inside an injected stall, resumed after a takeover. */
@@ -48,6 +50,8 @@ export interface FinalState {
   totals: { effects: number; qty: number };
   effects: ReceiverEffect[];
   journal: JournalRow[];
+  /** `leasehold audit`'s report on the same two services, when it was run. */
+  audit?: AuditReport;
 }
 
 export interface Check {
@@ -63,9 +67,11 @@ export interface VerdictInput {
   final: FinalState;
   scenario: ScenarioRecord;
   events: readonly WorkerLine[];
+  /** The generations left in the workers' output folder, when they wrote outputs. */
+  outputs?: readonly OutputGeneration[];
 }
 
-export function judgeDemo({ jobs, final, scenario, events }: VerdictInput): Check[] {
+export function judgeDemo({ jobs, final, scenario, events, outputs }: VerdictInput): Check[] {
   const expectedQty = jobs.reduce((sum, j) => sum + j.qty, 0);
   const { stats, totals } = final;
   const checks: Check[] = [
@@ -88,11 +94,63 @@ export function judgeDemo({ jobs, final, scenario, events }: VerdictInput): Chec
       ok: totals.qty === expectedQty,
     },
     onceEach(jobs, final.effects),
+    ...(final.audit ? [auditCheck(final.audit)] : []),
     ...staleSendChecks(scenario.staleSend, final),
     ...staleFinishChecks(scenario.staleFinish, final),
     killChecks(scenario.kill, final),
+    ...(outputs ? outputChecks(final, outputs, scenario.staleFinish, events) : []),
     ...tallies(events),
   ];
+  return checks;
+}
+
+/**
+ * Each job's output is the generation its finish recorded — the winner's, written under the
+ * winning token and intact — and no other generation is left: the stale ones (the frozen and
+ * the killed workers') were removed once the winner was known.
+ */
+function outputChecks(
+  final: FinalState,
+  outputs: readonly OutputGeneration[],
+  staleFinish: Freeze | undefined,
+  events: readonly WorkerLine[],
+): Check[] {
+  const done = final.jobs.filter((j) => j.status === 'done');
+  const winners = new Set(done.map((j) => recordedOutput(j.result)));
+  const intact = done.filter((j) => {
+    const path = recordedOutput(j.result);
+    const content = outputs.find((o) => o.path === path)?.content;
+    return path === generationPath(j.id, j.token) && content?.id === j.id && content.token === j.token;
+  });
+  const stale = outputs.filter((o) => !winners.has(o.path));
+  const written = events.filter((e) => e.event === 'output').length;
+  const checks: Check[] = [
+    {
+      label: "each job's output: the winner's generation, intact",
+      expected: `${done.length} of ${done.length}`,
+      actual: `${intact.length} of ${done.length}`,
+      ok: done.length > 0 && intact.length === done.length,
+    },
+    {
+      label: 'stale generations left on disk',
+      expected: '0',
+      actual: `${stale.length} (${written} written in all)`,
+      ok: stale.length === 0,
+    },
+  ];
+  if (staleFinish) {
+    const path = generationPath(staleFinish.job, staleFinish.token);
+    const wrote = events.some(
+      (e) => e.event === 'output' && e.worker === staleFinish.worker && e.job === staleFinish.job && e.path === path,
+    );
+    const left = outputs.some((o) => o.path === path);
+    checks.push({
+      label: `${staleFinish.worker}'s stale output ${path}`,
+      expected: 'written, then removed',
+      actual: !wrote ? 'never written' : left ? 'still there' : 'written, then removed',
+      ok: wrote && !left,
+    });
+  }
   return checks;
 }
 
@@ -111,6 +169,17 @@ function onceEach(jobs: readonly DemoJob[], effects: readonly ReceiverEffect[]):
     expected: `${jobs.length} of ${jobs.length}`,
     actual: problems.length === 0 ? `${jobs.length} of ${jobs.length}` : problems.join('; '),
     ok: problems.length === 0,
+  };
+}
+
+/** The end-to-end audit as one row: its rules, run on what the two services say. */
+function auditCheck(report: AuditReport): Check {
+  const found = report.violations.map((v) => `${v.rule}${v.jobId === undefined ? '' : ` ${v.jobId}`}`);
+  return {
+    label: 'end-to-end audit (leasehold audit)',
+    expected: '0 violations',
+    actual: found.length === 0 ? '0 violations' : `${found.length}: ${found.join('; ')}`,
+    ok: report.ok,
   };
 }
 

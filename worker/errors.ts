@@ -4,14 +4,16 @@
 import type { CurrentLease, Presented, StaleReason } from '../queue/types.js';
 
 /**
- * Why the lease is lost: the queue's own stale reasons, `unknown_job`, `fenced` (the receiver
- * has seen a higher token), `not_renewed` (no renewal succeeded before the worker's estimate of
- * `leaseUntil`), or `queue_unreachable` (a finish or fail could not reach the queue in time).
+ * Why the lease is lost: the queue's own stale reasons, `cancelled` (the queue refused it as
+ * `not_leased` and the job is `dead` with `deadReason: "cancelled"`), `unknown_job`, `fenced`
+ * (the receiver has seen a higher token), `not_renewed` (no renewal succeeded before the
+ * worker's estimate of `leaseUntil`), or `queue_unreachable` (a finish or fail could not reach
+ * the queue in time).
  */
-export type LossReason = StaleReason | 'unknown_job' | 'fenced' | 'not_renewed' | 'queue_unreachable';
+export type LossReason = StaleReason | 'cancelled' | 'unknown_job' | 'fenced' | 'not_renewed' | 'queue_unreachable';
 
 /** The call that revealed the loss. */
-export type LossDuring = 'renew' | 'send' | 'finish' | 'fail';
+export type LossDuring = 'renew' | 'send' | 'finish' | 'fail' | 'release';
 
 export interface LeaseLostDetails {
   jobId: string;
@@ -66,6 +68,7 @@ function lossMessage(d: LeaseLostDetails): string {
     : '';
   const why: Record<LossReason, string> = {
     not_leased: 'the job is no longer leased',
+    cancelled: 'the job was cancelled',
     token_mismatch: 'the job was claimed again under a newer token',
     owner_mismatch: 'another owner holds this token',
     deadline_passed: "the job's deadline has passed",

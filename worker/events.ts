@@ -11,15 +11,24 @@ interface JobRef {
 }
 
 export type WorkerEventBody =
-  | { event: 'started'; leaseMs: number; heartbeatMs: number; pollMs: number }
-  | ({ event: 'claimed'; attempt: number; qty: number; leaseUntil: number } & JobRef)
+  | {
+      event: 'started';
+      leaseMs: number;
+      heartbeatMs: number;
+      pollMs: number;
+      concurrency: number;
+      waitMs: number;
+      graceMs: number;
+    }
+  /** `via: 'finish'`: claimed in the same request that finished the slot's previous job. */
+  | ({ event: 'claimed'; attempt: number; qty: number; leaseUntil: number; via?: 'finish' } & JobRef)
   | ({ event: 'renewed'; leaseUntil: number; stage?: string } & JobRef)
-  | ({ event: 'call_failed'; op: 'renew' | 'finish' | 'fail'; error: string } & JobRef)
+  | ({ event: 'call_failed'; op: 'renew' | 'finish' | 'fail' | 'release'; error: string } & JobRef)
   | ({ event: 'sent'; qty: number; outcome: 'applied' | 'duplicate'; effectToken: number } & JobRef)
   | ({ event: 'send_failed'; code: string; error: string } & JobRef)
   | ({
       event: 'refused';
-      op: 'renew' | 'send' | 'finish' | 'fail';
+      op: 'renew' | 'send' | 'finish' | 'fail' | 'release';
       status: number;
       code: string;
       reason?: string;
@@ -29,9 +38,25 @@ export type WorkerEventBody =
   | ({ event: 'finished' } & JobRef)
   | ({ event: 'failed'; error: string; status: JobStatus; runAt: number } & JobRef)
   | ({ event: 'lost'; during: LossDuring; reason: LossReason; current?: CurrentLease; error: string } & JobRef)
+  /** The worker stopped and the grace time ran out: the lease was handed back to the queue. */
+  | ({ event: 'released' } & JobRef)
+  /** This lease's output folder was created (`path` is relative to the output root). */
+  | ({ event: 'output'; path: string } & JobRef)
+  /** Generations of the job that can no longer win were removed (`removed`: their tokens). */
+  | { event: 'cleaned'; job: string; removed: number[] }
   | { event: 'claim_failed'; error: string }
-  | { event: 'stopping' }
-  | { event: 'stopped'; claimed: number; finished: number; failed: number; lost: number };
+  /** No new claims from now on; `running` handlers have `graceMs` to end by themselves. */
+  | { event: 'stopping'; running: number; graceMs: number }
+  /** The grace time ran out with `running` handlers still at work: their leases are released. */
+  | { event: 'grace_over'; running: number }
+  | {
+      event: 'stopped';
+      claimed: number;
+      finished: number;
+      failed: number;
+      lost: number;
+      released: number;
+    };
 
 export type WorkerEvent = { t: number; worker: string } & WorkerEventBody;
 
@@ -48,5 +73,15 @@ export interface StalledEvent {
   ms: number;
 }
 
+/** The line the worker CLI prints when a second SIGTERM/SIGINT makes it exit at once. */
+export interface ExitingEvent {
+  t: number;
+  worker: string;
+  event: 'exiting';
+  signal: string;
+  /** Handlers that were still running. */
+  running: number;
+}
+
 /** Every line `leasehold worker` prints on stdout. */
-export type WorkerLine = WorkerEvent | StalledEvent;
+export type WorkerLine = WorkerEvent | StalledEvent | ExitingEvent;

@@ -6,13 +6,14 @@ import type { Lease } from '../queue/types.js';
 import { LeaseLostError, type LossDuring } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import { estimateLeaseEnd, refusalOf, refusedEvent, type Refusal } from './rules.js';
+import { estimateLeaseEnd, mayBeCancelled, refusalOf, refusedEvent, withDeadReason, type Refusal } from './rules.js';
 import type { ClaimedLease, QueueApi } from './types.js';
 
 export interface KeeperDeps {
   claimed: ClaimedLease;
   options: Pick<ResolvedWorkerOptions, 'leaseMs' | 'heartbeatMs' | 'retryMs' | 'sendGraceMs' | 'clock'>;
-  renewals: Pick<QueueApi, 'heartbeat'>;
+  /** Renewals, and the read that tells a cancel from another end of the job. */
+  renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   emit(event: WorkerEventBody): void;
 }
 
@@ -20,7 +21,6 @@ export class LeaseKeeper {
   private current: Lease;
   private estimatedEnd: number;
   private loss: LeaseLostError | undefined;
-  private abandonReason: Error | undefined;
   /** Aborted the moment the lease is lost: ends the keeper's own waits. */
   private readonly lossController = new AbortController();
   /** The handler's signal: aborted on loss once no send is on its way, or after the grace. */
@@ -34,8 +34,19 @@ export class LeaseKeeper {
   private stopped = false;
 
   constructor(private readonly deps: KeeperDeps) {
-    this.current = deps.claimed.lease;
-    this.estimatedEnd = estimateLeaseEnd(deps.claimed.claimedAt, deps.options.leaseMs, deps.claimed.lease);
+    const { claimed, options } = deps;
+    this.current = claimed.lease;
+    // A claim that waited at the queue was made at some moment of the wait, so "sent + leaseMs"
+    // may already be past. Such a lease is renewed before its handler starts (`renewFirst`);
+    // until then the estimate only bounds how long renewing is tried.
+    const base = this.renewFirst ? (claimed.answeredAt ?? claimed.claimedAt) : claimed.claimedAt;
+    this.estimatedEnd = estimateLeaseEnd(base, options.leaseMs, claimed.lease);
+  }
+
+  /** The claim waited long enough that the lease must be renewed before the handler may rely on it. */
+  get renewFirst(): boolean {
+    const { claimedAt, answeredAt } = this.deps.claimed;
+    return answeredAt !== undefined && answeredAt - claimedAt >= this.deps.options.heartbeatMs;
   }
 
   get lease(): Lease {
@@ -48,11 +59,6 @@ export class LeaseKeeper {
 
   get lost(): LeaseLostError | undefined {
     return this.loss;
-  }
-
-  /** Set when the worker stopped and the drain time ran out; the job is then handed back. */
-  get abandoned(): Error | undefined {
-    return this.abandonReason;
   }
 
   /** The worker's estimate of `leaseUntil`, on its own clock. */
@@ -112,9 +118,18 @@ export class LeaseKeeper {
     return this.loss!;
   }
 
-  /** The worker is stopping and the drain time is over: abort the handler, keep the lease until it returns. */
+  /**
+   * The refusal with the reason the job's row gives: a `not_leased` refusal of a `dead` job is
+   * `cancelled` when the queue says so. A read that fails leaves the refusal as it was.
+   */
+  async explain(refusal: Refusal): Promise<Refusal> {
+    if (!mayBeCancelled(refusal)) return refusal;
+    const job = await this.deps.renewals.get(this.current.id).catch(() => undefined);
+    return withDeadReason(refusal, job);
+  }
+
+  /** The worker is stopping and the grace time is over: no more sends, and the handler's signal aborts. */
   abandon(reason: Error): void {
-    this.abandonReason ??= reason;
     if (!this.handlerController.signal.aborted) this.handlerController.abort(reason);
   }
 
@@ -142,11 +157,11 @@ export class LeaseKeeper {
         this.armHeartbeat(this.deps.options.heartbeatMs);
         return this.current;
       },
-      (err: unknown) => {
+      async (err: unknown) => {
         const refusal = refusalOf(err);
         if (refusal) {
           this.deps.emit(refusedEvent('renew', id, token, refusal));
-          throw this.refused(refusal, 'renew');
+          throw this.refused(await this.explain(refusal), 'renew');
         }
         this.deps.emit({
           event: 'call_failed',

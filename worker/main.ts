@@ -1,12 +1,14 @@
 // `leasehold worker`: a worker process whose handler sends each job's qty through the gateway,
 // after optional simulated work. Every event is one JSON line on stdout; logs go to stderr.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { checkOptions, integerAtLeast, leaseholdCommand, logLevelOption } from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
-import { WORKER_DEFAULTS, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
-import type { StalledEvent, WorkerLine } from './events.js';
+import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
+import type { ExitingEvent, StalledEvent, WorkerLine } from './events.js';
 import type { Handler, WorkerHooks } from './types.js';
 import { runWorker } from './worker.js';
 
@@ -15,10 +17,13 @@ interface WorkerFlags {
   gateway: string;
   name: string;
   leaseMs: number;
+  concurrency: number;
+  waitMs: number;
   pollMs: number;
   workMs: number;
   maxJobs?: number;
-  drainMs: number;
+  graceMs: number;
+  outputRoot?: string;
   stallMs: number;
   stallBeforeSend: number[];
   stallBeforeFinish: number[];
@@ -42,7 +47,23 @@ export function workerCommand(): Command {
         .default(WORKER_DEFAULTS.leaseMs),
     )
     .addOption(
-      new Option('--poll-ms <ms>', 'wait between claims while the queue has nothing claimable')
+      new Option('--concurrency <n>', `jobs run at once, each under its own lease (at most ${MAX_CONCURRENCY})`)
+        .argParser(integerAtLeast(1))
+        .default(WORKER_DEFAULTS.concurrency),
+    )
+    .addOption(
+      new Option(
+        '--wait-ms <ms>',
+        'how long one claim waits at the queue for a job (long poll, at most 30000; 0: ask and return at once)',
+      )
+        .argParser(integerAtLeast(0))
+        .default(WORKER_DEFAULTS.waitMs),
+    )
+    .addOption(
+      new Option(
+        '--poll-ms <ms>',
+        'pause before claiming again after a claim failed, or came back empty without waiting (--wait-ms 0)',
+      )
         .argParser(integerAtLeast(10))
         .default(WORKER_DEFAULTS.pollMs),
     )
@@ -58,11 +79,15 @@ export function workerCommand(): Command {
     )
     .addOption(
       new Option(
-        '--drain-ms <ms>',
-        'on SIGTERM/SIGINT, how long the job in hand may still run before it is handed back to the queue',
+        '--grace-ms <ms>',
+        'on SIGTERM/SIGINT, how long running jobs may still take before their leases are released to the queue',
       )
         .argParser(integerAtLeast(0))
-        .default(WORKER_DEFAULTS.drainMs),
+        .default(WORKER_DEFAULTS.graceMs),
+    )
+    .option(
+      '--output-root <dir>',
+      "write each job's output under <dir>/<job>/<token>/ and record the winning generation in the job's result",
     )
     .addOption(
       new Option(
@@ -91,15 +116,20 @@ export function workerCommand(): Command {
         'Output: one JSON line per event on stdout, e.g.',
         '  {"t":1764489600123,"worker":"w1","event":"claimed","job":"job-03","token":2,"attempt":2,"qty":5,"leaseUntil":1764489601623}',
         'Events: started, claimed, renewed, sent, refused, send_failed, call_failed, claim_failed, finished, failed,',
-        'lost, stalled, stopping, stopped. "refused" carries the HTTP status, code and reason of the refusal; "lost"',
-        'says how the loss was found (during renew, send, finish, fail) and why.',
+        'lost, released, output, cleaned, stalled, stopping, grace_over, stopped, exiting. "refused" carries the HTTP',
+        'status, code and reason of the refusal; "lost" says how the loss was found (during renew, send, finish,',
+        'fail, release) and why (a cancelled job: reason "cancelled").',
+        '',
+        'Up to --concurrency jobs run at once. Free slots are filled by one claim that waits at the queue up to',
+        '--wait-ms (long poll); a finished job brings the next one back in the same request.',
         '',
         'A lost lease (a renewal, send or finish refused as stale, or no renewal before the lease ends) aborts the',
         'job: nothing more is sent or finished under its token. A job whose handler fails is failed back to the',
         'queue with the error, and retried by the queue.',
         '',
-        'SIGTERM or SIGINT: no new claims; the job in hand finishes within --drain-ms or is handed back (fail with',
-        'retryInMs 0, so another worker can take it at once); exit code 0. A second signal exits at once (1).',
+        'SIGTERM or SIGINT: no new claims; running jobs may finish within --grace-ms, then the leases of those still',
+        'running are released (claimable by another worker at once, the attempt given back) and their handlers',
+        'aborted; exit code 0. A second signal exits at once (1), printing an "exiting" line.',
         '',
         'The stall flags exist for the demo: they hold the worker at the point where a pause hurts most, so the',
         'demo can freeze it there (SIGSTOP) and show that what it does after waking up is refused.',
@@ -112,8 +142,10 @@ export function workerCommand(): Command {
           gatewayUrl: flags.gateway,
           name: flags.name,
           leaseMs: flags.leaseMs,
+          concurrency: flags.concurrency,
+          waitMs: flags.waitMs,
           pollMs: flags.pollMs,
-          drainMs: flags.drainMs,
+          graceMs: flags.graceMs,
         }),
       );
       await runWorkerProcess(flags);
@@ -126,8 +158,10 @@ const FLAG_NAMES: Record<string, string> = {
   gatewayUrl: '--gateway',
   name: '--name',
   leaseMs: '--lease-ms',
+  concurrency: '--concurrency',
+  waitMs: '--wait-ms',
   pollMs: '--poll-ms',
-  drainMs: '--drain-ms',
+  graceMs: '--grace-ms',
 };
 
 async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
@@ -136,23 +170,31 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   const print = (line: WorkerLine) => process.stdout.write(`${JSON.stringify(line)}\n`);
   const stop = new AbortController();
   let stopping = false;
+  let running = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
+    if (stopping) {
+      const exiting: ExitingEvent = { t: Date.now(), worker: flags.name, event: 'exiting', signal, running };
+      print(exiting);
+      process.exit(1);
+    }
     stopping = true;
     logger.info(
-      { signal, drainMs: flags.drainMs },
-      `${signal} received: no new claims; the job in hand has ${flags.drainMs} ms to end`,
+      { signal, graceMs: flags.graceMs },
+      `${signal} received: no new claims; running jobs have ${flags.graceMs} ms to end`,
     );
-    // The drain, a hand-back and a margin; then exit regardless.
-    setTimeout(() => process.exit(1), flags.drainMs + 10_000).unref();
+    // The grace, the releases and a margin; then exit regardless.
+    setTimeout(() => process.exit(1), flags.graceMs + 10_000).unref();
     stop.abort();
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  let ordinal = 0;
+  // Each lease's ordinal among this worker's claims, so a stall finds its job whatever else runs.
+  let claims = 0;
+  const ordinals = new Map<string, number>();
+  const leaseKey = (lease: { id: string; token: number }) => `${lease.token}:${lease.id}`;
   const stall = (before: 'send' | 'finish', wanted: number[]) => async (lease: { id: string; token: number }) => {
-    if (!wanted.includes(ordinal)) return;
+    if (!wanted.includes(ordinals.get(leaseKey(lease)) ?? 0)) return;
     // The pause starts before it is announced: whoever freezes this process on seeing the line
     // freezes it inside the pause, whose end is then already due when the process resumes.
     // Deliberately not abortable: it models a step the worker cannot interrupt.
@@ -180,12 +222,20 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       gatewayUrl: flags.gateway,
       name: flags.name,
       leaseMs: flags.leaseMs,
+      concurrency: flags.concurrency,
+      waitMs: flags.waitMs,
       pollMs: flags.pollMs,
-      drainMs: flags.drainMs,
+      graceMs: flags.graceMs,
+      ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
       hooks,
-      handler: sendQtyHandler(flags.workMs),
+      handler: sendQtyHandler(flags.workMs, flags.outputRoot !== undefined),
       onEvent: (event) => {
-        if (event.event === 'claimed') ordinal += 1;
+        if (event.event === 'claimed') {
+          claims += 1;
+          running += 1;
+          ordinals.set(leaseKey({ id: event.job, token: event.token }), claims);
+        }
+        if (['finished', 'failed', 'lost', 'released'].includes(event.event)) running -= 1;
         print(event);
       },
       signal: stop.signal,
@@ -201,9 +251,16 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   process.exit(0);
 }
 
-/** Simulated work, then one send of the job's qty; the result records what the gateway said. */
-export function sendQtyHandler(workMs: number): Handler {
+/**
+ * Simulated work, then one send of the job's qty; the result records what the gateway said.
+ * With `writeOutput`, the work also leaves a file in the lease's own output folder.
+ */
+export function sendQtyHandler(workMs: number, writeOutput = false): Handler {
   return async (ctx) => {
+    if (writeOutput) {
+      const { id, token, qty, owner } = ctx.lease;
+      await writeFile(join(await ctx.outputDir(), 'output.json'), `${JSON.stringify({ id, token, qty, owner })}\n`);
+    }
     if (workMs > 0) await sleep(workMs, undefined, { signal: ctx.signal });
     await ctx.stage('sending');
     const sent = await ctx.send(ctx.lease.qty);

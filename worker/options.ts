@@ -8,13 +8,18 @@ import type { EffectSender, QueueApi, WorkerHooks } from './types.js';
 
 export const WORKER_DEFAULTS = {
   leaseMs: 30_000,
+  concurrency: 1,
+  waitMs: 20_000,
   pollMs: 500,
-  drainMs: 10_000,
+  graceMs: 10_000,
 } as const;
 
 /** The shortest lease a worker accepts: below it the 100 ms heartbeat floor leaves no margin. */
 export const MIN_LEASE_MS = 300;
 const MAX_LEASE_MS = 7 * 24 * 60 * 60 * 1000;
+/** The queue's limits on one claim: `max` up to 100 leases, `waitMs` up to 30 s. */
+export const MAX_CONCURRENCY = 100;
+const MAX_WAIT_MS = 30_000;
 
 export interface WorkerOptions {
   /** The queue's base URL. */
@@ -25,15 +30,34 @@ export interface WorkerOptions {
   name: string;
   /** How long each claim asks for (default 30000, at least 300). Renewals extend by as much. */
   leaseMs?: number;
-  /** How long to wait before claiming again when nothing was claimable (default 500). */
+  /** How many jobs run at once, each under its own lease (default 1, at most 100). */
+  concurrency?: number;
+  /**
+   * How long one claim may wait at the queue for a job (long poll; default 20000, at most
+   * 30000). 0 asks and returns at once; the worker then pauses `pollMs` between empty claims.
+   */
+  waitMs?: number;
+  /**
+   * The pause before claiming again after a claim failed (queue unreachable, 5xx), or came
+   * back empty without having waited (`waitMs` 0, or a queue that answered early). Default 500.
+   */
   pollMs?: number;
-  /** After a stop, how long the job in hand may still run before it is abandoned (default 10000). */
-  drainMs?: number;
+  /**
+   * After a stop, how long running handlers may still take to end by themselves; then their
+   * leases are released and their signals aborted (default 10000).
+   */
+  graceMs?: number;
   /**
    * How long a send already on its way may take to answer after the lease is lost, before the
    * handler's signal aborts it (default: the heartbeat interval, at least 1000).
    */
   sendGraceMs?: number;
+  /**
+   * Where `ctx.outputDir()` puts each generation's files: `<outputRoot>/<job>/<token>/`. When
+   * set, a finish records the generation that won in the job's result (`output`), and the
+   * worker removes generations that can no longer win once a job's outcome is known.
+   */
+  outputRoot?: string;
   onEvent?: (event: WorkerEvent) => void;
   hooks?: WorkerHooks;
   /** The worker's clock, for its estimate of the lease's end. Never decides validity. */
@@ -48,13 +72,16 @@ export interface ResolvedWorkerOptions {
   gatewayUrl: URL;
   name: string;
   leaseMs: number;
+  concurrency: number;
+  waitMs: number;
   /** Timer renewals: every `max(100, floor(leaseMs / 3))` ms. */
   heartbeatMs: number;
-  /** Pause between attempts after a renewal, finish or fail failed to reach the queue. */
+  /** Pause between attempts after a renewal, finish, fail or release failed to reach the queue. */
   retryMs: number;
   pollMs: number;
-  drainMs: number;
+  graceMs: number;
   sendGraceMs: number;
+  outputRoot: string | undefined;
   onEvent: (event: WorkerEvent) => void;
   hooks: WorkerHooks;
   clock: Clock;
@@ -69,16 +96,23 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   }
   const leaseMs = intIn('leaseMs', options.leaseMs ?? WORKER_DEFAULTS.leaseMs, MIN_LEASE_MS, MAX_LEASE_MS);
   const heartbeatMs = heartbeatIntervalMs(leaseMs);
+  const outputRoot = options.outputRoot;
+  if (outputRoot !== undefined && (typeof outputRoot !== 'string' || outputRoot.length === 0)) {
+    throw new RangeError(`outputRoot must be a folder path, not ${JSON.stringify(outputRoot)}.`);
+  }
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     gatewayUrl: httpUrl('gatewayUrl', options.gatewayUrl),
     name,
     leaseMs,
+    concurrency: intIn('concurrency', options.concurrency ?? WORKER_DEFAULTS.concurrency, 1, MAX_CONCURRENCY),
+    waitMs: intIn('waitMs', options.waitMs ?? WORKER_DEFAULTS.waitMs, 0, MAX_WAIT_MS),
     heartbeatMs,
     retryMs: Math.max(25, Math.floor(heartbeatMs / 4)),
     pollMs: intIn('pollMs', options.pollMs ?? WORKER_DEFAULTS.pollMs, 10, 3_600_000),
-    drainMs: intIn('drainMs', options.drainMs ?? WORKER_DEFAULTS.drainMs, 0, MAX_LEASE_MS),
+    graceMs: intIn('graceMs', options.graceMs ?? WORKER_DEFAULTS.graceMs, 0, MAX_LEASE_MS),
     sendGraceMs: intIn('sendGraceMs', options.sendGraceMs ?? Math.max(heartbeatMs, 1_000), 0, MAX_LEASE_MS),
+    outputRoot,
     onEvent: options.onEvent ?? (() => {}),
     hooks: options.hooks ?? {},
     clock: options.clock ?? systemClock,

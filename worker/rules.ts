@@ -1,8 +1,10 @@
 // The worker's decisions as pure functions: how often to renew, when the worker must assume
-// its lease has ended, and which answers from the queue or the gateway mean "not yours any more".
+// its lease has ended, which answers mean "not yours any more", how much to claim, when a
+// kept-alive connection is still safe to reuse, and where a generation's output lives.
+import { createHash } from 'node:crypto';
 import { GatewayError } from '../gateway/client.js';
 import { QueueError } from '../queue/client.js';
-import type { CurrentLease, Lease, StaleReason } from '../queue/types.js';
+import type { CurrentLease, Job, Lease, StaleReason } from '../queue/types.js';
 import type { LossReason } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 
@@ -73,7 +75,7 @@ export function refusalOf(err: unknown): Refusal | null {
 
 /** The timeline event for a refusal of `op`, with the service's verdict. */
 export function refusedEvent(
-  op: 'renew' | 'send' | 'finish' | 'fail',
+  op: 'renew' | 'send' | 'finish' | 'fail' | 'release',
   job: string,
   token: number,
   refusal: Refusal,
@@ -100,6 +102,109 @@ export function finishedEarlierBy(refusal: Refusal, owner: string, token: number
   return (
     refusal.reason === 'not_leased' && current?.status === 'done' && current.owner === owner && current.token === token
   );
+}
+
+/**
+ * A release retried after a lost answer is refused as `not_leased` when the first attempt did
+ * land: the job is `pending` again at this very token (only its holder can release or fail it).
+ */
+export function releasedEarlierBy(refusal: Refusal, token: number): boolean {
+  return refusal.reason === 'not_leased' && refusal.current?.status === 'pending' && refusal.current.token === token;
+}
+
+/** The timeline event for a lease the worker received, from a claim or from a finish (`via`). */
+export function claimedEvent(lease: Lease, via?: 'finish'): WorkerEventBody {
+  return {
+    event: 'claimed',
+    job: lease.id,
+    token: lease.token,
+    attempt: lease.attempt,
+    qty: lease.qty,
+    leaseUntil: lease.leaseUntil,
+    ...(via ? { via } : {}),
+  };
+}
+
+/**
+ * A `not_leased` refusal whose `current` shows the job `dead` may be a cancel — or a job
+ * quarantined once its lease ended. Only the job's `deadReason` tells, so the worker asks.
+ */
+export function mayBeCancelled(refusal: Refusal): boolean {
+  return refusal.reason === 'not_leased' && refusal.current?.status === 'dead';
+}
+
+/** The refusal as a loss: `cancelled` when the job, read after it, says it was cancelled. */
+export function withDeadReason(refusal: Refusal, job: Pick<Job, 'status' | 'deadReason'> | undefined): Refusal {
+  return mayBeCancelled(refusal) && job?.status === 'dead' && job.deadReason === 'cancelled'
+    ? { ...refusal, reason: 'cancelled' }
+    : refusal;
+}
+
+/** How many leases one claim asks for: the free slots, within what is left of `maxJobs`. */
+export function claimSize(slots: { concurrency: number; running: number; budget: number }): number {
+  return Math.max(0, Math.min(slots.concurrency - slots.running, slots.budget));
+}
+
+/**
+ * Whether a kept-alive connection, idle since `idleSince` (epoch ms), may carry the next
+ * request. Judged when the request is made, not by a timer: after a pause (SIGSTOP, a long GC)
+ * the worker's own timers may fire before the connection's idle timer, on a connection the
+ * server closed meanwhile. A clock that went backwards proves nothing, so it counts as stale.
+ */
+export function connectionIsFresh(idleSince: number, now: number, freshMs: number): boolean {
+  const idle = now - idleSince;
+  return idle >= 0 && idle < freshMs;
+}
+
+/**
+ * A job id as one folder name: percent-encoded (so `/`, `\` and `%` cannot split or alias it),
+ * `.` and `..` escaped (they name folders already), and one that would be too long for a file
+ * system (over 200 characters encoded) replaced by `@` and its SHA-256 — `@` is always encoded,
+ * so that name cannot be another id's.
+ */
+export function jobFolderName(jobId: string): string {
+  const encoded = encodeURIComponent(jobId);
+  if (encoded === '.' || encoded === '..') return encoded.replaceAll('.', '%2E');
+  if (encoded.length > 200) return `@${createHash('sha256').update(jobId, 'utf8').digest('hex')}`;
+  return encoded;
+}
+
+/** A generation's folder under the output root: `<job folder>/<token>`, with `/` between. */
+export function generationPath(jobId: string, token: number): string {
+  return `${jobFolderName(jobId)}/${token}`;
+}
+
+/**
+ * Which of a job's generations (the tokens found on disk) can no longer win, judged from the
+ * job's row as the queue reports it now: those below its current token that are not the one
+ * its finish recorded. A claim racing with the cleanup only raises the token, so what is below
+ * the token read stays below it; the current holder's generation and any newer one are kept.
+ */
+export function orphanGenerations(
+  job: Pick<Job, 'id' | 'token' | 'status' | 'result'>,
+  tokens: readonly number[],
+): number[] {
+  const winner = job.status === 'done' ? recordedOutput(job.result) : undefined;
+  return tokens.filter((token) => token < job.token && generationPath(job.id, token) !== winner);
+}
+
+/** The generation a finish recorded in the job's result (`{output: '<job>/<token>'}`), if any. */
+export function recordedOutput(result: unknown): string | undefined {
+  const output = (result as { output?: unknown } | null | undefined)?.output;
+  return typeof output === 'string' ? output : undefined;
+}
+
+/**
+ * The result a finish records when the handler used its output folder: the handler's result
+ * with `output` set to the generation's path. A result that is not a plain object is kept
+ * under `value`. `output` is the worker's to set.
+ */
+export function resultWithOutput(result: unknown, output: string): Record<string, unknown> {
+  if (result === undefined) return { output };
+  if (result !== null && typeof result === 'object' && !Array.isArray(result)) {
+    return { ...(result as Record<string, unknown>), output };
+  }
+  return { value: result, output };
 }
 
 function currentOf(value: unknown): CurrentLease | undefined {

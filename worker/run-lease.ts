@@ -1,59 +1,97 @@
-// One job under one lease: run the handler while the keeper renews, then finish — or fail
-// when the handler threw — and take the queue's answer as the outcome. A lost lease ends as
-// LeaseLostError and is never finished or failed under.
-import { setTimeout as delay } from 'node:timers/promises';
+// One job under one lease: run the handler while the keeper renews, then finish — claiming the
+// slot's next job in the same request when asked — or fail when the handler threw, or release
+// when the worker stopped and the grace time ran out. A lost lease ends as LeaseLostError and
+// is never finished, failed or released under.
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { GatewayError } from '../gateway/client.js';
-import type { Job } from '../queue/types.js';
-import { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import { errorMessage, finishedEarlierBy, refusalOf, refusedEvent } from './rules.js';
-import type { ClaimedLease, EffectSender, Handler, JobContext, JobOutcome, QueueApi, SendOutcome } from './types.js';
+import { cleanupOrphans, outputDir } from './outputs.js';
+import { errorMessage, generationPath, jobFolderName, refusalOf, resultWithOutput } from './rules.js';
+import { failJob, finishJob, releaseJob, type Finished } from './settle.js';
+import type { ClaimedLease, EffectSender, Handler, JobContext, QueueApi, SendOutcome } from './types.js';
 
 export interface RunLeaseDeps {
   options: ResolvedWorkerOptions;
   queue: QueueApi;
-  renewals: Pick<QueueApi, 'heartbeat'>;
+  renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   gateway: EffectSender;
   emit(event: WorkerEventBody): void;
-  /** Aborted when the worker is told to stop: the job then has `drainMs` left before it is abandoned. */
+  /** Aborted when the worker is told to stop: a lease that arrives after that is released unworked. */
   stopSignal?: AbortSignal | undefined;
+  /** Aborted when the grace time after a stop is over: a handler still running is abandoned, its lease released. */
+  graceSignal?: AbortSignal | undefined;
+  /** Asked once the handler returned: true to claim the slot's next job in the finish's request. */
+  wantNext?: (() => boolean) | undefined;
 }
 
-/** At least this many finish or fail attempts are made, even past the estimated end of the lease. */
-const MIN_SETTLE_ATTEMPTS = 3;
 /** A failure is kept as `lastError` by the queue; a bounded one always fits its limit. */
 const MAX_ERROR_CHARS = 4_096;
 
-export async function runLease(claimed: ClaimedLease, handler: Handler, deps: RunLeaseDeps): Promise<JobOutcome> {
+type Handled = { kind: 'returned'; result: unknown } | { kind: 'threw'; error: unknown } | { kind: 'grace_over' };
+
+export async function runLease(claimed: ClaimedLease, handler: Handler, deps: RunLeaseDeps): Promise<Finished> {
   const keeper = new LeaseKeeper({ claimed, options: deps.options, renewals: deps.renewals, emit: deps.emit });
+  const ended = await runToEnd(keeper, handler, deps);
+  if (deps.options.outputRoot !== undefined) await cleanupAfter(deps.options.outputRoot, keeper.lease.id, deps);
+  return ended;
+}
+
+async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDeps): Promise<Finished> {
+  const none = (outcome: Finished['outcome']): Finished => ({ outcome, next: null });
+  // Stopping already: the lease came back with a claim made just before the stop. Hand it back.
+  if (deps.stopSignal?.aborted) return none(await releaseJob(keeper, deps));
   keeper.start();
-  const undrain = drainOnStop(keeper, deps);
-  let failure: { error: unknown } | undefined;
-  let result: unknown;
-  try {
-    result = await handler(contextFor(keeper, deps));
-  } catch (error) {
-    failure = { error };
-  } finally {
-    undrain();
+  if (keeper.renewFirst) await keeper.renew().catch(() => {});
+  const generation = new Generation(keeper, deps);
+  const handled: Handled = keeper.lost
+    ? { kind: 'threw', error: keeper.lost }
+    : await untilGraceOver(handler, contextFor(keeper, deps, generation), deps.graceSignal);
+  if (handled.kind === 'grace_over') {
+    keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`));
+    await keeper.stop();
+    if (keeper.lost) return none({ status: 'lost', lease: keeper.lease, error: keeper.lost });
+    return none(await releaseJob(keeper, deps));
   }
   // Decide only once every answer is in: a renewal in flight may still report the loss.
   await keeper.stop();
   const lease = keeper.lease;
-  if (keeper.lost) return { status: 'lost', lease, error: keeper.lost };
-  if (!failure && !isJson(result)) failure = { error: new Error('the handler returned a value that is not JSON') };
-  if (failure) {
-    const abandoned = keeper.abandoned;
-    const error = abandoned ? `${abandoned.message} (${errorMessage(failure.error)})` : errorMessage(failure.error);
-    return failJob(keeper, deps, error.slice(0, MAX_ERROR_CHARS), abandoned ? 0 : undefined);
-  }
+  if (keeper.lost) return none({ status: 'lost', lease, error: keeper.lost });
+  const failure =
+    handled.kind === 'threw'
+      ? errorMessage(handled.error)
+      : isJson(handled.result)
+        ? undefined
+        : 'the handler returned a value that is not JSON';
+  if (failure !== undefined) return none(await failJob(keeper, deps, failure.slice(0, MAX_ERROR_CHARS)));
   await deps.options.hooks.beforeFinish?.(lease);
-  return finishJob(keeper, deps, result);
+  const result = handled.kind === 'returned' ? handled.result : undefined;
+  const recorded = generation.used ? resultWithOutput(result, generationPath(lease.id, lease.token)) : result;
+  return finishJob(keeper, deps, recorded, deps.wantNext?.() ?? false);
 }
 
-function contextFor(keeper: LeaseKeeper, deps: RunLeaseDeps): JobContext {
+/** The handler's end, or the end of the grace time after a stop, whichever comes first. */
+function untilGraceOver(handler: Handler, ctx: JobContext, grace: AbortSignal | undefined): Promise<Handled> {
+  const work = (async () => handler(ctx))().then(
+    (result): Handled => ({ kind: 'returned', result }),
+    (error: unknown): Handled => ({ kind: 'threw', error }),
+  );
+  if (!grace) return work;
+  return new Promise((resolve) => {
+    // A handler that ignores its signal runs on; nothing it does under the released token counts.
+    const onGraceOver = () => resolve({ kind: 'grace_over' });
+    if (grace.aborted) onGraceOver();
+    else grace.addEventListener('abort', onGraceOver, { once: true });
+    void work.then((handled) => {
+      grace.removeEventListener('abort', onGraceOver);
+      resolve(handled);
+    });
+  });
+}
+
+function contextFor(keeper: LeaseKeeper, deps: RunLeaseDeps, generation: Generation): JobContext {
   return {
     get lease() {
       return keeper.lease;
@@ -67,7 +105,59 @@ function contextFor(keeper: LeaseKeeper, deps: RunLeaseDeps): JobContext {
     send: (qty) => sendEffect(keeper, deps, qty),
     renew: () => keeper.renew(),
     stage: (name) => keeper.renew(name),
+    outputDir: () => generation.dir(),
   };
+}
+
+/** This lease's output folder, made on first use; the finish records it when it was used. */
+class Generation {
+  used = false;
+  private made: Promise<string> | undefined;
+
+  constructor(
+    private readonly keeper: LeaseKeeper,
+    private readonly deps: RunLeaseDeps,
+  ) {}
+
+  async dir(): Promise<string> {
+    const root = this.deps.options.outputRoot;
+    if (root === undefined) throw new Error("ctx.outputDir() needs the worker's outputRoot option.");
+    const { keeper } = this;
+    if (keeper.lost) throw keeper.lost;
+    if (keeper.signal.aborted) throw keeper.signal.reason;
+    this.used = true;
+    const { id, token } = keeper.lease;
+    this.made ??= outputDir(root, keeper.lease).then(
+      (dir) => {
+        this.deps.emit({ event: 'output', job: id, token, path: generationPath(id, token) });
+        return dir;
+      },
+      (err: unknown) => {
+        this.made = undefined;
+        throw err;
+      },
+    );
+    return this.made;
+  }
+}
+
+/**
+ * Once a job's outcome is known, its generations that can no longer win are removed — judged
+ * from the queue's row. Only when this disk has any of the job's generations; best effort: a
+ * cleanup that fails is left to the next outcome of the job, or to `cleanupOrphans`.
+ */
+async function cleanupAfter(root: string, jobId: string, deps: RunLeaseDeps): Promise<void> {
+  try {
+    await stat(join(root, jobFolderName(jobId)));
+  } catch {
+    return;
+  }
+  try {
+    const { removed } = await cleanupOrphans(root, jobId, deps.queue);
+    if (removed.length > 0) deps.emit({ event: 'cleaned', job: jobId, removed });
+  } catch {
+    // Nothing depends on it: an orphan left now is removed by a later cleanup.
+  }
 }
 
 async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number | undefined): Promise<SendOutcome> {
@@ -108,112 +198,10 @@ async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number |
           error: errorMessage(err),
         });
       }
-      if (refusal) throw keeper.refused(refusal, 'send');
+      if (refusal) throw keeper.refused(await keeper.explain(refusal), 'send');
       throw err;
     }
   });
-}
-
-async function finishJob(keeper: LeaseKeeper, deps: RunLeaseDeps, result: unknown): Promise<JobOutcome> {
-  const { id, owner, token } = keeper.lease;
-  const settled = await settle(keeper, deps, 'finish', () =>
-    deps.queue.finish(id, result === undefined ? { owner, token } : { owner, token, result }),
-  );
-  if (settled instanceof LeaseLostError) return { status: 'lost', lease: keeper.lease, error: settled };
-  deps.emit({ event: 'finished', job: id, token });
-  return { status: 'finished', lease: keeper.lease, job: settled, result };
-}
-
-async function failJob(
-  keeper: LeaseKeeper,
-  deps: RunLeaseDeps,
-  error: string,
-  retryInMs: number | undefined,
-): Promise<JobOutcome> {
-  const { id, owner, token } = keeper.lease;
-  const body = retryInMs === undefined ? { owner, token, error } : { owner, token, error, retryInMs };
-  const settled = await settle(keeper, deps, 'fail', () => deps.queue.fail(id, body));
-  if (settled instanceof LeaseLostError) return { status: 'lost', lease: keeper.lease, error: settled };
-  deps.emit({ event: 'failed', job: id, token, error, status: settled.status, runAt: settled.runAt });
-  return { status: 'failed', lease: keeper.lease, job: settled, error };
-}
-
-/**
- * Finish or fail, and never ignore the answer: a refusal is a lost lease. A call that gets no
- * answer is retried — at least a few times, since under `--late-finish if-unclaimed` the queue
- * may still take it after the lease's end, and then until the estimated end has passed.
- */
-async function settle(
-  keeper: LeaseKeeper,
-  deps: RunLeaseDeps,
-  op: 'finish' | 'fail',
-  call: () => Promise<Job>,
-): Promise<Job | LeaseLostError> {
-  const { id, owner, token } = keeper.lease;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await call();
-    } catch (err) {
-      const refusal = refusalOf(err);
-      if (refusal && op === 'finish' && attempt > 1 && finishedEarlierBy(refusal, owner, token)) {
-        // The earlier attempt landed and only its answer was lost.
-        return deps.queue.get(id);
-      }
-      if (refusal) {
-        deps.emit(refusedEvent(op, id, token, refusal));
-        return lost(
-          deps,
-          new LeaseLostError({
-            jobId: id,
-            expected: { owner, token },
-            during: op,
-            reason: refusal.reason,
-            current: refusal.current,
-          }),
-        );
-      }
-      deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });
-      if (attempt >= MIN_SETTLE_ATTEMPTS && deps.options.clock.now() >= keeper.leaseEndEstimate) {
-        return lost(
-          deps,
-          new LeaseLostError({ jobId: id, expected: { owner, token }, during: op, reason: 'queue_unreachable' }),
-        );
-      }
-      await delay(deps.options.retryMs);
-    }
-  }
-}
-
-function lost(deps: RunLeaseDeps, error: LeaseLostError): LeaseLostError {
-  deps.emit({
-    event: 'lost',
-    job: error.jobId,
-    token: error.expected.token,
-    during: error.during,
-    reason: error.reason,
-    ...(error.current ? { current: error.current } : {}),
-    error: error.message,
-  });
-  return error;
-}
-
-/** On stop, the job in hand gets `drainMs` to end by itself; then its handler is aborted. */
-function drainOnStop(keeper: LeaseKeeper, deps: RunLeaseDeps): () => void {
-  const stop = deps.stopSignal;
-  if (!stop) return () => {};
-  let timer: NodeJS.Timeout | undefined;
-  const onStop = () => {
-    timer = setTimeout(
-      () => keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done`)),
-      deps.options.drainMs,
-    );
-  };
-  if (stop.aborted) onStop();
-  else stop.addEventListener('abort', onStop, { once: true });
-  return () => {
-    clearTimeout(timer);
-    stop.removeEventListener('abort', onStop);
-  };
 }
 
 function isJson(value: unknown): boolean {

@@ -6,7 +6,10 @@ import type { Job, Lease } from '../queue/types.js';
 import type { LeaseLostError } from './errors.js';
 
 /** The queue calls a worker makes; QueueClient has them. */
-export type QueueApi = Pick<QueueClient, 'claim' | 'heartbeat' | 'finish' | 'fail' | 'get'>;
+export type QueueApi = Pick<
+  QueueClient,
+  'claim' | 'claimMany' | 'heartbeat' | 'finish' | 'finishAndClaim' | 'fail' | 'release' | 'get'
+>;
 
 /** The gateway call a worker makes; GatewayClient has it. */
 export interface EffectSender {
@@ -19,6 +22,11 @@ export type { SendOutcome };
 export interface ClaimedLease {
   lease: Lease;
   claimedAt: number;
+  /**
+   * When the answer arrived, for a claim that may have waited at the queue (long poll). A wait
+   * of a heartbeat interval or more makes the worker renew before the handler starts.
+   */
+  answeredAt?: number;
 }
 
 /** What a handler gets for one job. */
@@ -26,8 +34,9 @@ export interface JobContext {
   /** The lease as last renewed (`leaseUntil` moves forward). */
   readonly lease: Lease;
   /**
-   * Aborted when the lease is lost (or the worker stops and the drain time is over). Pass it
-   * to anything slow the handler awaits; `send` already uses it.
+   * Aborted when the lease is lost (a cancelled job included), or when the worker stopped and
+   * the grace time is over (the lease is then released). Pass it to anything slow the handler
+   * awaits; `send` already uses it.
    */
   readonly signal: AbortSignal;
   /** Set as soon as the worker knows the lease is lost, even before `signal` aborts. */
@@ -42,6 +51,12 @@ export interface JobContext {
   renew(): Promise<Lease>;
   /** Marks the start of a stage of the work: renews first, so each stage starts on a fresh lease. */
   stage(name: string): Promise<Lease>;
+  /**
+   * This lease's own folder, `<outputRoot>/<job>/<token>/`, created on first use (needs the
+   * worker's `outputRoot`). Two holders of one job never share it; the finish records it as
+   * the job's `output`. Throws LeaseLostError once the lease is lost.
+   */
+  outputDir(): Promise<string>;
 }
 
 /** A job's work. Its return value is the job's `result` (JSON). Throwing fails the job. */
@@ -50,8 +65,14 @@ export type Handler = (ctx: JobContext) => unknown;
 export type JobOutcome =
   /** The queue accepted the finish: the job is `done`. */
   | { status: 'finished'; lease: Lease; job: Job; result: unknown }
-  /** The handler threw (or was stopped) and the queue accepted the fail: `pending` again, or `dead`. */
+  /** The handler threw and the queue accepted the fail: `pending` again, or `dead`. */
   | { status: 'failed'; lease: Lease; job: Job; error: string }
+  /**
+   * The worker stopped and the handler outlived the grace time: the lease was handed back
+   * (`job` is the queue's answer; null when the release did not get through, and the lease then
+   * simply runs out).
+   */
+  | { status: 'released'; lease: Lease; job: Job | null }
   /** The lease was lost: nothing was finished or failed under it. */
   | { status: 'lost'; lease: Lease; error: LeaseLostError };
 

@@ -1,43 +1,32 @@
-// The worker: claim, run the handler under a kept lease, finish or fail — in a loop that polls
-// when the queue is empty and stops cleanly when its signal aborts.
-import http from 'node:http';
-import { setTimeout as delay } from 'node:timers/promises';
+// The worker: its options, its HTTP clients on kept-alive connections, one job at a time for
+// custom loops (`claim`, `process`), and `run`, which keeps up to `concurrency` jobs going
+// (slots.ts) until it is stopped.
 import { GatewayClient } from '../gateway/client.js';
-import { QueueClient, QueueError } from '../queue/client.js';
+import { QueueClient } from '../queue/client.js';
+import { FreshAgent } from './connections.js';
 import type { WorkerEventBody } from './events.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
-import { errorMessage } from './rules.js';
+import { claimedEvent } from './rules.js';
 import { runLease } from './run-lease.js';
+import { WorkerRun, type LeaseDeps, type RunOptions, type WorkerSummary } from './slots.js';
 import type { ClaimedLease, EffectSender, Handler, JobOutcome, QueueApi } from './types.js';
 
-export interface RunOptions {
-  /** Abort to stop: no new claims; the job in hand gets `drainMs`, then is handed back. */
-  signal?: AbortSignal;
-  /** Stop after this many claims (default: no limit). */
-  maxJobs?: number;
-}
-
-export interface WorkerSummary {
-  claimed: number;
-  finished: number;
-  failed: number;
-  lost: number;
-}
+export type { RunOptions, WorkerSummary };
 
 export class Worker {
   readonly name: string;
   readonly options: ResolvedWorkerOptions;
   private readonly queue: QueueApi;
-  private readonly renewals: Pick<QueueApi, 'heartbeat'>;
+  private readonly renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   private readonly gateway: EffectSender;
-  private readonly agent: http.Agent;
+  private readonly agent: FreshAgent;
 
   constructor(options: WorkerOptions) {
     this.options = resolveWorkerOptions(options);
     this.name = this.options.name;
-    // A connection per request: a worker that was paused (GC, SIGSTOP) must not reuse a
-    // kept-alive connection the server has closed in the meantime.
-    this.agent = new http.Agent({ keepAlive: false, maxSockets: 16 });
+    // Kept-alive connections, never reused after an idle spell (a pause included) that the
+    // server's keep-alive timeout might have ended: see connections.ts.
+    this.agent = new FreshAgent({ maxSockets: Math.max(16, this.options.concurrency * 2 + 2) });
     const queueUrl = this.options.queueUrl.href;
     this.queue = this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent });
     // A renewal that hangs is given up after one interval, so the next attempt starts in time.
@@ -46,69 +35,44 @@ export class Worker {
     this.gateway = this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent });
   }
 
-  /** Claims the next job, or returns null when nothing is claimable. */
+  /** Claims the next job, or returns null when nothing is claimable (no waiting). */
   async claim(): Promise<ClaimedLease | null> {
     const claimedAt = this.options.clock.now();
     const lease = await this.queue.claim(this.name, this.options.leaseMs);
     if (!lease) return null;
-    this.emit({
-      event: 'claimed',
-      job: lease.id,
-      token: lease.token,
-      attempt: lease.attempt,
-      qty: lease.qty,
-      leaseUntil: lease.leaseUntil,
-    });
+    this.emit(claimedEvent(lease));
     return { lease, claimedAt };
   }
 
-  /** Runs one claimed job to its outcome: finished, failed, or lost. */
-  process(claimed: ClaimedLease, handler: Handler, options: { stopSignal?: AbortSignal } = {}): Promise<JobOutcome> {
-    return runLease(claimed, handler, {
-      options: this.options,
-      queue: this.queue,
-      renewals: this.renewals,
-      gateway: this.gateway,
-      emit: (event) => this.emit(event),
-      stopSignal: options.stopSignal,
-    });
+  /**
+   * Runs one claimed job to its outcome: finished, failed, lost — or released, when
+   * `stopSignal` aborts and the handler is still running `graceMs` later.
+   */
+  async process(
+    claimed: ClaimedLease,
+    handler: Handler,
+    options: { stopSignal?: AbortSignal } = {},
+  ): Promise<JobOutcome> {
+    const grace = options.stopSignal ? graceAfter(options.stopSignal, this.options.graceMs) : undefined;
+    try {
+      const { outcome } = await runLease(claimed, handler, {
+        ...this.leaseDeps(),
+        stopSignal: options.stopSignal,
+        graceSignal: grace?.signal,
+      });
+      return outcome;
+    } finally {
+      grace?.dispose();
+    }
   }
 
-  /** Claims and runs jobs until `signal` aborts or `maxJobs` have been claimed. */
-  async run(handler: Handler, { signal, maxJobs }: RunOptions = {}): Promise<WorkerSummary> {
-    const summary: WorkerSummary = { claimed: 0, finished: 0, failed: 0, lost: 0 };
-    const onStop = () => this.emit({ event: 'stopping' });
-    signal?.addEventListener('abort', onStop, { once: true });
-    this.emit({
-      event: 'started',
-      leaseMs: this.options.leaseMs,
-      heartbeatMs: this.options.heartbeatMs,
-      pollMs: this.options.pollMs,
-    });
-    try {
-      while (!signal?.aborted && (maxJobs === undefined || summary.claimed < maxJobs)) {
-        let claimed: ClaimedLease | null;
-        try {
-          claimed = await this.claim();
-        } catch (err) {
-          // An unreachable or failing queue is waited out; a refused request is a mistake to report.
-          if (!(err instanceof QueueError) || err.status < 500) throw err;
-          this.emit({ event: 'claim_failed', error: errorMessage(err) });
-          claimed = null;
-        }
-        if (!claimed) {
-          await delay(this.options.pollMs, undefined, signal ? { signal } : {}).catch(() => {});
-          continue;
-        }
-        summary.claimed += 1;
-        const outcome = await this.process(claimed, handler, signal ? { stopSignal: signal } : {});
-        summary[outcome.status] += 1;
-      }
-    } finally {
-      signal?.removeEventListener('abort', onStop);
-    }
-    this.emit({ event: 'stopped', ...summary });
-    return summary;
+  /** Claims and runs jobs, up to `concurrency` at once, until `signal` aborts or `maxJobs` have been claimed. */
+  run(handler: Handler, options: RunOptions = {}): Promise<WorkerSummary> {
+    return new WorkerRun(
+      { options: this.options, queue: this.queue, lease: this.leaseDeps(), emit: (event) => this.emit(event) },
+      handler,
+      options,
+    ).run();
   }
 
   /** Releases the HTTP connections. */
@@ -116,9 +80,38 @@ export class Worker {
     this.agent.destroy();
   }
 
+  /** What each lease's run needs from the worker. */
+  private leaseDeps(): LeaseDeps {
+    return {
+      options: this.options,
+      queue: this.queue,
+      renewals: this.renewals,
+      gateway: this.gateway,
+      emit: (event: WorkerEventBody) => this.emit(event),
+    };
+  }
+
   private emit(body: WorkerEventBody): void {
     this.options.onEvent({ t: this.options.clock.now(), worker: this.name, ...body });
   }
+}
+
+/** A signal that aborts `graceMs` after `stop` does. */
+function graceAfter(stop: AbortSignal, graceMs: number): { signal: AbortSignal; dispose(): void } {
+  const grace = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const onStop = () => {
+    timer = setTimeout(() => grace.abort(), graceMs);
+  };
+  if (stop.aborted) onStop();
+  else stop.addEventListener('abort', onStop, { once: true });
+  return {
+    signal: grace.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      stop.removeEventListener('abort', onStop);
+    },
+  };
 }
 
 export function createWorker(options: WorkerOptions): Worker {

@@ -1,6 +1,7 @@
 // `leasehold worker` and `leasehold start` as real processes: the worker's JSON event lines,
-// its --help, a clean stop on SIGTERM that hands the job in hand back; the three services
-// started together and stopped with Ctrl-C. Run after `npm run build`.
+// its --help, several jobs at once, a clean stop on SIGTERM that releases the job in hand, a
+// second signal that exits at once; the three services started together and stopped with
+// Ctrl-C. Run after `npm run build`.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -70,10 +71,13 @@ describe('leasehold worker', () => {
       '--gateway',
       '--name',
       '--lease-ms',
+      '--concurrency',
+      '--wait-ms',
       '--poll-ms',
       '--work-ms',
       '--max-jobs',
-      '--drain-ms',
+      '--grace-ms',
+      '--output-root',
       '--stall-before-send',
       '--stall-before-finish',
       '--stall-ms',
@@ -81,7 +85,14 @@ describe('leasehold worker', () => {
     ]) {
       expect(help).toContain(flag);
     }
-    for (const variable of ['LEASEHOLD_QUEUE', 'LEASEHOLD_GATEWAY', 'LEASEHOLD_LEASE_MS', 'LEASEHOLD_LOG_LEVEL'])
+    for (const variable of [
+      'LEASEHOLD_QUEUE',
+      'LEASEHOLD_GATEWAY',
+      'LEASEHOLD_LEASE_MS',
+      'LEASEHOLD_CONCURRENCY',
+      'LEASEHOLD_GRACE_MS',
+      'LEASEHOLD_LOG_LEVEL',
+    ])
       expect(help).toContain(variable);
     expect(help).toMatch(/one JSON line per event on stdout/);
     expect(help).toMatch(/SIGTERM or SIGINT/);
@@ -90,6 +101,8 @@ describe('leasehold worker', () => {
   test.each([
     [['--lease-ms', '100'], 'leasehold worker: --lease-ms must be an integer of at least 300, not "100"'],
     [['--queue', 'ftp://example'], 'leasehold worker: --queue must be an http:// URL'],
+    [['--concurrency', '101'], 'leasehold worker: --concurrency must be an integer from 1 to 100, not 101'],
+    [['--wait-ms', '30001'], 'leasehold worker: --wait-ms must be an integer from 0 to 30000, not 30001'],
   ])('bad flags %j: one line on stderr, exit code 2', async (args, line) => {
     const run = cli(['worker', ...args]);
     expect((await run.exited).code).toBe(2);
@@ -140,7 +153,7 @@ describe('leasehold worker', () => {
     expect(await s.receiver.totals()).toEqual({ effects: 2, qty: 7 });
   });
 
-  test('SIGTERM mid-job: no new claims, the job is handed back after --drain-ms, exit 0', async () => {
+  test('SIGTERM mid-job: no new claims; after --grace-ms the lease is released, the attempt given back; exit 0', async () => {
     const s = await setup();
     await s.client.enqueue({ id: 'long', qty: 1 });
     await s.client.enqueue({ id: 'next', qty: 1 });
@@ -156,7 +169,7 @@ describe('leasehold worker', () => {
       '900',
       '--work-ms',
       '60000',
-      '--drain-ms',
+      '--grace-ms',
       '300',
     ]);
     await run.line(/"event":"claimed"/);
@@ -167,16 +180,89 @@ describe('leasehold worker', () => {
       'started',
       'claimed',
       'stopping',
-      'failed',
+      'grace_over',
+      'released',
       'stopped',
     ]);
-    const long = await s.client.get('long');
-    expect(long).toMatchObject({
-      status: 'pending',
-      lastError: expect.stringMatching(/worker "cli-2" stopped before the job was done/),
-    });
-    expect(long.runAt).toBeLessThanOrEqual(Date.now());
-    expect((await s.client.get('next')).status).toBe('pending');
+    expect(run.events.at(-1)).toMatchObject({ claimed: 1, released: 1, finished: 0, failed: 0, lost: 0 });
+    // Claimable at once, and its attempt not spent.
+    expect(await s.client.get('long')).toMatchObject({ status: 'pending', attempts: 0, lastError: null });
+    expect(await s.client.get('next')).toMatchObject({ status: 'pending', attempts: 0 });
+    const leases = await s.client.claimMany('other', { max: 2, leaseMs: 900 });
+    expect(leases.find((l) => l.id === 'long')).toMatchObject({ token: 2, attempt: 1 });
+    expect(await s.receiver.journal()).toEqual([]);
+  });
+
+  test('a second SIGTERM exits at once with 1, printing an "exiting" line', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'long', qty: 1 });
+    const run = cli([
+      'worker',
+      '--queue',
+      s.queue.url,
+      '--gateway',
+      s.gateway.url,
+      '--name',
+      'cli-3',
+      '--lease-ms',
+      '900',
+      '--work-ms',
+      '60000',
+      '--grace-ms',
+      '60000',
+    ]);
+    await run.line(/"event":"claimed"/);
+    run.child.kill('SIGTERM');
+    await run.line(/"event":"stopping"/);
+    const secondAt = Date.now();
+    run.child.kill('SIGTERM');
+
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    expect(Date.now() - secondAt).toBeLessThan(5_000);
+    expect(run.events.map((e) => e.event).filter((n) => n !== 'renewed')).toEqual([
+      'started',
+      'claimed',
+      'stopping',
+      'exiting',
+    ]);
+    expect(run.events.at(-1)).toMatchObject({ event: 'exiting', signal: 'SIGTERM', running: 1 });
+    // Nothing was handed back: the job is still leased until its lease runs out.
+    expect(await s.client.get('long')).toMatchObject({ status: 'leased', owner: 'cli-3', token: 1 });
+  });
+
+  test('--concurrency 3: three jobs at once, each under its own lease, all finished once', async () => {
+    const s = await setup();
+    for (const id of ['a', 'b', 'c', 'd', 'e', 'f']) await s.client.enqueue({ id, qty: 1 });
+    const run = cli([
+      'worker',
+      '--queue',
+      s.queue.url,
+      '--gateway',
+      s.gateway.url,
+      '--name',
+      'cli-4',
+      '--lease-ms',
+      '3000',
+      '--concurrency',
+      '3',
+      '--work-ms',
+      '300',
+      '--max-jobs',
+      '6',
+    ]);
+
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.events[0]).toMatchObject({ event: 'started', concurrency: 3 });
+    expect(run.events.at(-1)).toMatchObject({ event: 'stopped', claimed: 6, finished: 6 });
+    // At some moment three were claimed and none of them finished yet.
+    let inFlight = 0;
+    let most = 0;
+    for (const e of run.events) {
+      if (e.event === 'claimed') most = Math.max(most, (inFlight += 1));
+      if (e.event === 'finished') inFlight -= 1;
+    }
+    expect(most).toBe(3);
+    expect(await s.receiver.totals()).toEqual({ effects: 6, qty: 6 });
   });
 });
 
@@ -209,6 +295,7 @@ describe('leasehold start', () => {
     const lease = (await queue.claim('me', 5_000))!;
     const sent = await fetch(`${url('gateway')}/send`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jobId: 'x', owner: 'me', token: lease.token, qty: 3 }),
     });
     expect(sent.status).toBe(200);

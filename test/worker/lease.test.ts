@@ -79,15 +79,11 @@ describe('a lease the worker cannot keep', () => {
     const s = await setup();
     await s.client.enqueue({ id: 'cut-off', qty: 3 });
     // A partition between this worker and the queue, for renewals only.
-    const partitioned: QueueApi = {
-      claim: (owner, leaseMs) => s.client.claim(owner, leaseMs),
+    const partitioned: QueueApi = s.queueApi({
       heartbeat: async () => {
         throw new QueueError('queue_unavailable', 'The queue could not be reached: ECONNREFUSED.');
       },
-      finish: (id, input) => s.client.finish(id, input),
-      fail: (id, input) => s.client.fail(id, input),
-      get: (id) => s.client.get(id),
-    };
+    });
     const { worker, events } = s.worker({ leaseMs: 900, queue: partitioned });
     const claimedAt = Date.now();
     let abortedAfterMs = -1;
@@ -218,15 +214,11 @@ describe('a lease the worker cannot keep', () => {
             options?.signal?.addEventListener('abort', () => reject(options.signal!.reason));
           }),
       },
-      queue: {
-        claim: (owner, leaseMs) => s.client.claim(owner, leaseMs),
+      queue: s.queueApi({
         heartbeat: async () => {
           throw new QueueError('queue_unavailable', 'The queue could not be reached: ETIMEDOUT.');
         },
-        finish: (id, input) => s.client.finish(id, input),
-        fail: (id, input) => s.client.fail(id, input),
-        get: (id) => s.client.get(id),
-      },
+      }),
     });
     let sendError: unknown;
     let lostAt = 0;

@@ -1,9 +1,24 @@
-// The worker's pure decisions: renewal interval, the estimate of the lease's end, and which
-// answers mean the lease is gone.
+// The worker's pure decisions: renewal interval, the estimate of the lease's end, which answers
+// mean the lease is gone (a cancel among them), how much to claim, when a kept-alive connection
+// may be reused, and where a generation's output lives and when it is an orphan.
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../gateway/errors.js';
 import { QueueError, staleLeaseError } from '../../queue/errors.js';
-import { estimateLeaseEnd, heartbeatIntervalMs, LeaseLostError, refusalOf } from '../../worker/index.js';
+import {
+  claimSize,
+  connectionIsFresh,
+  estimateLeaseEnd,
+  generationPath,
+  heartbeatIntervalMs,
+  jobFolderName,
+  LeaseLostError,
+  orphanGenerations,
+  refusalOf,
+  releasedEarlierBy,
+  resultWithOutput,
+  withDeadReason,
+} from '../../worker/index.js';
+import { fakeClock } from '../helpers/clock.js';
 
 describe('heartbeatIntervalMs', () => {
   test('is a third of the lease, never under 100 ms', () => {
@@ -85,5 +100,150 @@ describe('LeaseLostError', () => {
       new LeaseLostError({ jobId: 'j', expected: { owner: 'w1', token: 1 }, during: 'renew', reason: 'not_renewed' })
         .confirmed,
     ).toBe(false);
+  });
+});
+
+describe('a cancelled job', () => {
+  const dead = { status: 'dead' as const, owner: 'w1', token: 1, leaseUntil: null };
+  const refusal = refusalOf(staleLeaseError('j', 'not_leased', { owner: 'w1', token: 1 }, dead))!;
+
+  test("is a not_leased refusal of a dead job whose deadReason says so: the loss's reason is cancelled", () => {
+    expect(refusal.reason).toBe('not_leased');
+    expect(withDeadReason(refusal, { status: 'dead', deadReason: 'cancelled' }).reason).toBe('cancelled');
+  });
+
+  test('a job quarantined after its lease ended, or a row that could not be read, stays not_leased', () => {
+    expect(withDeadReason(refusal, { status: 'dead', deadReason: 'attempts_exhausted' }).reason).toBe('not_leased');
+    expect(withDeadReason(refusal, { status: 'dead', deadReason: 'deadline_passed' }).reason).toBe('not_leased');
+    expect(withDeadReason(refusal, undefined).reason).toBe('not_leased');
+    const done = refusalOf(staleLeaseError('j', 'not_leased', { owner: 'w1', token: 1 }, { ...dead, status: 'done' }))!;
+    expect(withDeadReason(done, { status: 'dead', deadReason: 'cancelled' }).reason).toBe('not_leased');
+  });
+
+  test('LeaseLostError says it was cancelled, and counts as confirmed', () => {
+    const error = new LeaseLostError({
+      jobId: 'j',
+      expected: { owner: 'w1', token: 1 },
+      during: 'renew',
+      reason: 'cancelled',
+      current: dead,
+    });
+    expect(error.message).toContain('the job was cancelled');
+    expect(error.confirmed).toBe(true);
+  });
+});
+
+describe('releasedEarlierBy', () => {
+  test('a repeated release finds the job pending at its own token: the first one landed', () => {
+    const pendingAt = (token: number) =>
+      refusalOf(
+        staleLeaseError(
+          'j',
+          'not_leased',
+          { owner: 'w1', token: 2 },
+          { status: 'pending', owner: null, token, leaseUntil: null },
+        ),
+      )!;
+    expect(releasedEarlierBy(pendingAt(2), 2)).toBe(true);
+    // Claimed again since (a higher token), or pending at a token that is not this one.
+    expect(releasedEarlierBy(pendingAt(3), 2)).toBe(false);
+  });
+});
+
+describe('claimSize', () => {
+  test('the free slots, never more than what is left of maxJobs, never negative', () => {
+    expect(claimSize({ concurrency: 4, running: 0, budget: Infinity })).toBe(4);
+    expect(claimSize({ concurrency: 4, running: 3, budget: Infinity })).toBe(1);
+    expect(claimSize({ concurrency: 4, running: 1, budget: 2 })).toBe(2);
+    expect(claimSize({ concurrency: 4, running: 4, budget: 10 })).toBe(0);
+    expect(claimSize({ concurrency: 4, running: 0, budget: -1 })).toBe(0);
+  });
+});
+
+describe('connectionIsFresh', () => {
+  test('judged by the clock when the next request is made: a pause of any length makes it stale', () => {
+    const clock = fakeClock();
+    const idleSince = clock.now();
+    clock.advance(1_999);
+    expect(connectionIsFresh(idleSince, clock.now(), 2_000)).toBe(true);
+    clock.advance(1);
+    expect(connectionIsFresh(idleSince, clock.now(), 2_000)).toBe(false);
+    // A SIGSTOP of a minute: no timer ran meanwhile, the verdict is the same.
+    clock.advance(60_000);
+    expect(connectionIsFresh(idleSince, clock.now(), 2_000)).toBe(false);
+  });
+
+  test('a clock that went backwards proves nothing: stale', () => {
+    expect(connectionIsFresh(10_000, 9_000, 2_000)).toBe(false);
+  });
+});
+
+describe('jobFolderName', () => {
+  test('one folder name per id: no separator, no . or .., no alias', () => {
+    const ids = [
+      'a',
+      'a/b',
+      '..',
+      '.',
+      '...',
+      '%2E',
+      'a%2Fb',
+      'a\\b',
+      'é',
+      '.hidden',
+      ' ',
+      'x'.repeat(256),
+      '\u{1F600}'.repeat(128),
+    ];
+    const names = ids.map(jobFolderName);
+    expect(new Set(names).size).toBe(ids.length);
+    for (const name of names) {
+      expect(name).not.toMatch(/[/\\\0]/);
+      expect(['.', '..']).not.toContain(name);
+      expect(name.length).toBeLessThanOrEqual(201);
+    }
+    expect(jobFolderName('a/b')).toBe('a%2Fb');
+    expect(jobFolderName('..')).toBe('%2E%2E');
+    expect(jobFolderName('.')).toBe('%2E');
+    expect(jobFolderName('...')).toBe('...');
+    expect(jobFolderName('\u{1F600}'.repeat(128))).toMatch(/^@[0-9a-f]{64}$/);
+    expect(generationPath('a/b', 7)).toBe('a%2Fb/7');
+  });
+});
+
+describe('orphanGenerations', () => {
+  const job = (token: number, status: 'leased' | 'done' | 'pending', result: unknown = null) => ({
+    id: 'j',
+    token,
+    status,
+    result,
+  });
+
+  test("below the current token and not the recorded winner: the current holder's and newer ones are kept", () => {
+    expect(orphanGenerations(job(3, 'leased'), [1, 2, 3, 4])).toEqual([1, 2]);
+    expect(orphanGenerations(job(3, 'done', { output: 'j/3' }), [1, 2, 3])).toEqual([1, 2]);
+    expect(orphanGenerations(job(1, 'leased'), [1])).toEqual([]);
+  });
+
+  test('the winner a finish recorded is kept even below the current token', () => {
+    expect(orphanGenerations(job(5, 'done', { output: 'j/2' }), [1, 2, 4])).toEqual([1, 4]);
+    // Only a done job has a winner.
+    expect(orphanGenerations(job(5, 'pending', { output: 'j/2' }), [1, 2])).toEqual([1, 2]);
+  });
+
+  test('a claim racing with the cleanup only raises the token: judged on the row read first, nothing new is taken', () => {
+    const read = job(2, 'leased');
+    // Listed after a claim made token 3 and its holder created its folder.
+    expect(orphanGenerations(read, [1, 2, 3])).toEqual([1]);
+  });
+});
+
+describe('resultWithOutput', () => {
+  test("the handler's result with output set; a value that is not an object is kept under value", () => {
+    expect(resultWithOutput(undefined, 'j/1')).toEqual({ output: 'j/1' });
+    expect(resultWithOutput({ n: 1, output: 'mine' }, 'j/1')).toEqual({ n: 1, output: 'j/1' });
+    expect(resultWithOutput('applied', 'j/1')).toEqual({ value: 'applied', output: 'j/1' });
+    expect(resultWithOutput([1], 'j/1')).toEqual({ value: [1], output: 'j/1' });
+    expect(resultWithOutput(null, 'j/1')).toEqual({ value: null, output: 'j/1' });
   });
 });

@@ -1,5 +1,5 @@
 // The worker loop: claims until stopped, reports a timeline, waits out an empty queue, and on
-// stop lets the job in hand drain, then hands it back so another worker can take it at once.
+// stop gives the job in hand its grace time, then releases its lease so another worker can take it at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { createWorker, runWorker, type WorkerEvent } from '../../worker/index.js';
@@ -40,7 +40,7 @@ describe('runWorker', () => {
     await sleep(200);
     stop.abort();
 
-    await expect(running).resolves.toEqual({ claimed: 3, finished: 3, failed: 0, lost: 0 });
+    await expect(running).resolves.toEqual({ claimed: 3, finished: 3, failed: 0, lost: 0, released: 0 });
     const ownTimeline = ['claimed', 'renewed:sending', 'sent', 'finished'];
     for (const id of ['a', 'b', 'c']) {
       const steps = timeline(events, id);
@@ -55,11 +55,12 @@ describe('runWorker', () => {
     expect(await s.receiver.totals()).toEqual({ effects: 3, qty: 6 });
   });
 
-  test('stopped mid-job: the job gets drainMs, then is handed back for another worker to take at once', async () => {
+  test('stopped mid-job: the job gets graceMs, then its lease is released for another worker to take at once', async () => {
     const s = await setup();
     await s.client.enqueue({ id: 'slow', qty: 2 });
     const events: WorkerEvent[] = [];
     const stop = new AbortController();
+    let handlerSignal: AbortSignal | undefined;
 
     const running = runWorker({
       queueUrl: s.queue.url,
@@ -67,11 +68,12 @@ describe('runWorker', () => {
       name: 'w1',
       leaseMs: 900,
       pollMs: 50,
-      drainMs: 200,
+      graceMs: 200,
       signal: stop.signal,
       onEvent: (e) => events.push(e),
       // Long work that stops when told to.
       handler: async (ctx) => {
+        handlerSignal = ctx.signal;
         await sleep(30_000, undefined, { signal: ctx.signal });
       },
     });
@@ -79,14 +81,17 @@ describe('runWorker', () => {
     const stoppedAt = Date.now();
     stop.abort();
 
-    await expect(running).resolves.toEqual({ claimed: 1, finished: 0, failed: 1, lost: 0 });
+    await expect(running).resolves.toEqual({ claimed: 1, finished: 0, failed: 0, lost: 0, released: 1 });
     expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(190);
     expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    expect(handlerSignal?.aborted).toBe(true);
+    expect(String(handlerSignal?.reason)).toMatch(/worker "w1" stopped before the job was done/);
+    expect(timeline(ownSteps(events))).toEqual(['started', 'claimed', 'stopping', 'grace_over', 'released', 'stopped']);
+    expect(events.find((e) => e.event === 'stopping')).toMatchObject({ running: 1, graceMs: 200 });
+    // Pending at once, the attempt given back: the next claim is attempt 1 again, under a new token.
     const job = await s.client.get('slow');
-    expect(job.status).toBe('pending');
-    expect(job.lastError).toMatch(/worker "w1" stopped before the job was done/);
-    expect(job.runAt).toBeLessThanOrEqual(Date.now());
-    await expect(s.client.claim('w2', 900)).resolves.toMatchObject({ id: 'slow', owner: 'w2', token: 2 });
+    expect(job).toMatchObject({ status: 'pending', attempts: 0, lastError: null });
+    await expect(s.client.claim('w2', 900)).resolves.toMatchObject({ id: 'slow', owner: 'w2', token: 2, attempt: 1 });
   });
 
   test('keeps polling while the queue is unreachable, and stops cleanly', async () => {
@@ -106,7 +111,7 @@ describe('runWorker', () => {
       events.filter((e) => e.event === 'claim_failed').length >= 2 ? true : undefined,
     );
     stop.abort();
-    await expect(running).resolves.toEqual({ claimed: 0, finished: 0, failed: 0, lost: 0 });
+    await expect(running).resolves.toEqual({ claimed: 0, finished: 0, failed: 0, lost: 0, released: 0 });
   });
 
   test('refuses options it cannot honour, saying which', () => {

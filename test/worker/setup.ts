@@ -8,7 +8,7 @@ import { startGateway, type GatewayService } from '../../gateway/service.js';
 import { QueueClient } from '../../queue/client.js';
 import { startQueue, type QueueService } from '../../queue/service.js';
 import type { Clock, Lease } from '../../queue/types.js';
-import { createWorker, type Worker, type WorkerEvent, type WorkerOptions } from '../../worker/index.js';
+import { createWorker, type QueueApi, type Worker, type WorkerEvent, type WorkerOptions } from '../../worker/index.js';
 import { startReceiver, type ReceiverHandle } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -35,6 +35,8 @@ export interface Setup {
   worker(options?: Partial<WorkerOptions>): { worker: Worker; events: WorkerEvent[] };
   /** Moves the queue's clock past the job's lease and claims it for `owner`, who gets the next token. */
   takeOver(jobId: string, owner?: string): Promise<Lease>;
+  /** The queue calls a worker makes, through `client`, with some of them replaced (a fault). */
+  queueApi(overrides: Partial<QueueApi>): QueueApi;
 }
 
 export async function setup(): Promise<Setup> {
@@ -80,6 +82,19 @@ export async function setup(): Promise<Setup> {
       const lease = await client.claim(owner, 60_000);
       if (!lease || lease.id !== jobId) throw new Error(`expected to take over ${jobId}, got ${JSON.stringify(lease)}`);
       return lease;
+    },
+    queueApi(overrides) {
+      return {
+        claim: (owner, leaseMs, options) => client.claim(owner, leaseMs, options),
+        claimMany: (owner, input, options) => client.claimMany(owner, input, options),
+        heartbeat: (id, input, options) => client.heartbeat(id, input, options),
+        finish: (id, input, options) => client.finish(id, input, options),
+        finishAndClaim: (id, input, next, options) => client.finishAndClaim(id, input, next, options),
+        fail: (id, input, options) => client.fail(id, input, options),
+        release: (id, input, options) => client.release(id, input, options),
+        get: (id, options) => client.get(id, options),
+        ...overrides,
+      };
     },
   };
 }

@@ -1,0 +1,115 @@
+// Stopping a worker with jobs running: no new claims, handlers get graceMs, then the leases of
+// those still running are released — claimable at once, their attempts given back — and their
+// signals aborted; a handler that ignores its signal is left behind and can do nothing more.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, test } from 'vitest';
+import { runWorker, type JobContext, type WorkerEvent } from '../../worker/index.js';
+import { eventually, setup } from './setup.js';
+
+describe('stopping with jobs running', () => {
+  test('a job that ends within graceMs finishes (claiming nothing more); the others are released at once, attempts given back', async () => {
+    const s = await setup();
+    for (const id of ['quick', 'heeds', 'ignores', 'extra']) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const contexts = new Map<string, JobContext>();
+    let letIgnorerGoOn!: () => void;
+    const ignorerGoesOn = new Promise<void>((resolve) => (letIgnorerGoOn = resolve));
+    let ignorerSend: Promise<unknown> | undefined;
+
+    const running = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 900,
+      concurrency: 3,
+      graceMs: 600,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        contexts.set(ctx.lease.id, ctx);
+        switch (ctx.lease.id) {
+          case 'quick':
+            await sleep(200);
+            return 'done in time';
+          case 'heeds':
+            await sleep(60_000, undefined, { signal: ctx.signal });
+            return 'never';
+          default:
+            // Deaf to its signal: it goes on after the worker has stopped, then tries to send.
+            await ignorerGoesOn;
+            ignorerSend = ctx.send().catch((err: unknown) => err);
+            return 'never';
+        }
+      },
+    });
+    await eventually('three jobs claimed', () => (contexts.size === 3 ? true : undefined));
+    const stoppedAt = Date.now();
+    stop.abort();
+
+    await expect(running).resolves.toEqual({ claimed: 3, finished: 1, failed: 0, lost: 0, released: 2 });
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(590);
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    expect(events.find((e) => e.event === 'stopping')).toMatchObject({ running: 3, graceMs: 600 });
+    expect(events.find((e) => e.event === 'grace_over')).toMatchObject({ running: 2 });
+    const released = events.filter((e) => e.event === 'released').map((e) => ('job' in e ? e.job : ''));
+    expect(released.sort()).toEqual(['heeds', 'ignores']);
+    expect(events.at(-1)).toMatchObject({ event: 'stopped', released: 2 });
+    expect(contexts.get('heeds')!.signal.aborted).toBe(true);
+    expect(contexts.get('ignores')!.signal.aborted).toBe(true);
+    expect(contexts.get('quick')!.signal.aborted).toBe(false);
+
+    // The finish during the grace claimed nothing: the fourth job was never touched.
+    expect(await s.client.get('quick')).toMatchObject({ status: 'done', result: 'done in time' });
+    expect(await s.client.get('extra')).toMatchObject({ status: 'pending', attempts: 0, token: 0 });
+    // Claimable at once by another worker, as attempt 1 again, under a newer token.
+    for (const id of ['heeds', 'ignores']) {
+      expect(await s.client.get(id)).toMatchObject({ status: 'pending', attempts: 0 });
+    }
+    const retaken = await s.client.claimMany('w2', { max: 3, leaseMs: 5_000 });
+    expect(retaken.map((l) => [l.id, l.token, l.attempt]).sort()).toEqual([
+      ['extra', 1, 1],
+      ['heeds', 2, 1],
+      ['ignores', 2, 1],
+    ]);
+
+    // The deaf handler wakes: its send is refused before any request leaves.
+    letIgnorerGoOn();
+    await eventually('the deaf handler to try its send', () => ignorerSend);
+    expect(String(await ignorerSend)).toMatch(/worker "w1" stopped before the job was done; its lease is released/);
+    expect(await s.receiver.journal()).toEqual([]);
+  });
+
+  test('a claim answered just as the worker stops: the lease is released unworked, the handler never runs', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'j', qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    let ran = false;
+
+    const summary = await runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 900,
+      // The queue's answer arrives after the stop (the claim was already made).
+      queue: s.queueApi({
+        claimMany: async (owner, input) => {
+          const leases = await s.client.claimMany(owner, { ...input, waitMs: 0 });
+          stop.abort();
+          return leases;
+        },
+      }),
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: () => {
+        ran = true;
+      },
+    });
+
+    expect(ran).toBe(false);
+    expect(summary).toEqual({ claimed: 1, finished: 0, failed: 0, lost: 0, released: 1 });
+    expect(events.map((e) => e.event)).toEqual(['started', 'stopping', 'claimed', 'released', 'stopped']);
+    expect(await s.client.get('j')).toMatchObject({ status: 'pending', attempts: 0, token: 1 });
+  });
+});

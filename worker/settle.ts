@@ -1,0 +1,173 @@
+// How a lease ends at the queue: finish (optionally claiming the slot's next job in the same
+// request), fail, or release. None is fire-and-forget: a refusal is a lost lease, and a call
+// that gets no answer is retried, since each is fenced by the token and safe to repeat.
+import { setTimeout as delay } from 'node:timers/promises';
+import { LeaseLostError } from './errors.js';
+import type { WorkerEventBody } from './events.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import type { ResolvedWorkerOptions } from './options.js';
+import {
+  claimedEvent,
+  errorMessage,
+  finishedEarlierBy,
+  refusalOf,
+  refusedEvent,
+  releasedEarlierBy,
+  type Refusal,
+} from './rules.js';
+import type { ClaimedLease, JobOutcome, QueueApi } from './types.js';
+
+export interface SettleDeps {
+  options: Pick<ResolvedWorkerOptions, 'leaseMs' | 'retryMs' | 'clock'>;
+  queue: QueueApi;
+  emit(event: WorkerEventBody): void;
+}
+
+/** At least this many finish, fail or release attempts are made, even past the estimated end of the lease. */
+const MIN_SETTLE_ATTEMPTS = 3;
+
+type Op = 'finish' | 'fail' | 'release';
+
+type Settled<T> = { ok: T } | { lost: LeaseLostError } | { unanswered: true };
+
+export interface Finished {
+  outcome: JobOutcome;
+  /** The slot's next job, claimed in the finish's own request. */
+  next: ClaimedLease | null;
+}
+
+/** Finishes with `result`; with `claimNext`, claims the next job for the same owner in the same request. */
+export async function finishJob(
+  keeper: LeaseKeeper,
+  deps: SettleDeps,
+  result: unknown,
+  claimNext: boolean,
+): Promise<Finished> {
+  const { id, owner, token } = keeper.lease;
+  const body = result === undefined ? { owner, token } : { owner, token, result };
+  let sentAt = 0;
+  const settled = await settle(
+    keeper,
+    deps,
+    'finish',
+    () => {
+      sentAt = deps.options.clock.now();
+      return claimNext
+        ? deps.queue.finishAndClaim(id, body, { leaseMs: deps.options.leaseMs })
+        : deps.queue.finish(id, body).then((job) => ({ job, next: null }));
+    },
+    // The earlier attempt landed and only its answer was lost. A next job it claimed is not
+    // known to anyone: its lease runs out, and the job is claimable again then.
+    async (refusal, attempt) =>
+      attempt > 1 && finishedEarlierBy(refusal, owner, token)
+        ? { job: await deps.queue.get(id), next: null }
+        : undefined,
+  );
+  if (!('ok' in settled)) return { outcome: lostOutcome(keeper, deps, settled, 'finish'), next: null };
+  deps.emit({ event: 'finished', job: id, token });
+  const next = settled.ok.next;
+  if (next) deps.emit(claimedEvent(next, 'finish'));
+  return {
+    outcome: { status: 'finished', lease: keeper.lease, job: settled.ok.job, result },
+    // The next lease was claimed inside the request: its time counts from when that was sent.
+    next: next ? { lease: next, claimedAt: sentAt } : null,
+  };
+}
+
+export async function failJob(keeper: LeaseKeeper, deps: SettleDeps, error: string): Promise<JobOutcome> {
+  const { id, owner, token } = keeper.lease;
+  const settled = await settle(keeper, deps, 'fail', () => deps.queue.fail(id, { owner, token, error }));
+  if (!('ok' in settled)) return lostOutcome(keeper, deps, settled, 'fail');
+  const job = settled.ok;
+  deps.emit({ event: 'failed', job: id, token, error, status: job.status, runAt: job.runAt });
+  return { status: 'failed', lease: keeper.lease, job, error };
+}
+
+/**
+ * Hands the job back unworked: claimable at once, the attempt given back. A release that gets
+ * no answer after a few attempts is given up: the lease then simply runs out.
+ */
+export async function releaseJob(keeper: LeaseKeeper, deps: SettleDeps): Promise<JobOutcome> {
+  const { id, owner, token } = keeper.lease;
+  const settled = await settle(
+    keeper,
+    deps,
+    'release',
+    () => deps.queue.release(id, { owner, token }),
+    async (refusal, attempt) => (attempt > 1 && releasedEarlierBy(refusal, token) ? deps.queue.get(id) : undefined),
+  );
+  if ('lost' in settled) return lostOutcome(keeper, deps, settled, 'release');
+  if ('ok' in settled) deps.emit({ event: 'released', job: id, token });
+  return { status: 'released', lease: keeper.lease, job: 'ok' in settled ? settled.ok : null };
+}
+
+/** The loss, reported once as a `lost` event. */
+function reportLoss(deps: Pick<SettleDeps, 'emit'>, error: LeaseLostError): LeaseLostError {
+  deps.emit({
+    event: 'lost',
+    job: error.jobId,
+    token: error.expected.token,
+    during: error.during,
+    reason: error.reason,
+    ...(error.current ? { current: error.current } : {}),
+    error: error.message,
+  });
+  return error;
+}
+
+function lostOutcome(
+  keeper: LeaseKeeper,
+  deps: SettleDeps,
+  settled: { lost: LeaseLostError } | { unanswered: true },
+  during: Op,
+): JobOutcome {
+  const { id, owner, token } = keeper.lease;
+  const error =
+    'lost' in settled
+      ? settled.lost
+      : new LeaseLostError({ jobId: id, expected: { owner, token }, during, reason: 'queue_unreachable' });
+  return { status: 'lost', lease: keeper.lease, error: reportLoss(deps, error) };
+}
+
+/**
+ * Runs `call` until the queue answers. A refusal is final (unless `recover` shows an earlier
+ * attempt landed); a call without an answer is retried — at least a few times, since under
+ * `--late-finish if-unclaimed` the queue may still take it after the lease's end, and then, for
+ * finish and fail, until the estimated end has passed.
+ */
+async function settle<T>(
+  keeper: LeaseKeeper,
+  deps: SettleDeps,
+  op: Op,
+  call: () => Promise<T>,
+  recover?: (refusal: Refusal, attempt: number) => Promise<T | undefined>,
+): Promise<Settled<T>> {
+  const { id, owner, token } = keeper.lease;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return { ok: await call() };
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (refusal) {
+        const recovered = await recover?.(refusal, attempt);
+        if (recovered !== undefined) return { ok: recovered };
+        deps.emit(refusedEvent(op, id, token, refusal));
+        const explained = await keeper.explain(refusal);
+        return {
+          lost: new LeaseLostError({
+            jobId: id,
+            expected: { owner, token },
+            during: op,
+            reason: explained.reason,
+            current: explained.current,
+            cause: explained.message,
+          }),
+        };
+      }
+      deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });
+      const pastEnd = op === 'release' || deps.options.clock.now() >= keeper.leaseEndEstimate;
+      if (attempt >= MIN_SETTLE_ATTEMPTS && pastEnd) return { unanswered: true };
+      await delay(deps.options.retryMs);
+    }
+  }
+}

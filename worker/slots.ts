@@ -1,0 +1,201 @@
+// `run()`: up to `concurrency` slots, each running one job after another under its own kept
+// lease. Free slots are filled by one long-polled claim at a time; a finished job brings the
+// slot's next one back in its own request. A stop ends the claims, gives running handlers
+// `graceMs`, then releases the leases of those still running.
+import { QueueError } from '../queue/client.js';
+import type { WorkerEventBody } from './events.js';
+import type { ResolvedWorkerOptions } from './options.js';
+import { claimedEvent, claimSize, errorMessage } from './rules.js';
+import { runLease, type RunLeaseDeps } from './run-lease.js';
+import type { ClaimedLease, Handler, QueueApi } from './types.js';
+
+export interface RunOptions {
+  /**
+   * Abort to stop: no new claims; running handlers get `graceMs` to end by themselves, then
+   * their leases are released and their signals aborted.
+   */
+  signal?: AbortSignal;
+  /** Stop after this many claims (default: no limit). */
+  maxJobs?: number;
+}
+
+export interface WorkerSummary {
+  claimed: number;
+  finished: number;
+  failed: number;
+  lost: number;
+  /** Leases handed back unfinished when the worker stopped. */
+  released: number;
+}
+
+/** What a lease's run needs besides the stop, the grace and the choice of a next job. */
+export type LeaseDeps = Omit<RunLeaseDeps, 'stopSignal' | 'graceSignal' | 'wantNext'>;
+
+/** What a run takes from its worker. */
+export interface RunParts {
+  options: ResolvedWorkerOptions;
+  queue: QueueApi;
+  lease: LeaseDeps;
+  emit(event: WorkerEventBody): void;
+}
+
+/** One `run()`: the slots, the claim that fills them, the budget of `maxJobs`, and the stop. */
+export class WorkerRun {
+  private readonly summary: WorkerSummary = { claimed: 0, finished: 0, failed: 0, lost: 0, released: 0 };
+  /** Aborted by the caller's signal, or by an error that ends the run. */
+  private readonly stop = new AbortController();
+  private readonly slots = new Set<Promise<void>>();
+  /** Claims asked for and not answered yet: they count against `maxJobs`. */
+  private reserved = 0;
+  private claiming: Promise<void> | undefined;
+  /** Aborted `graceMs` after the stop: handlers still running then are abandoned, their leases released. */
+  private readonly graceOver = new AbortController();
+  private graceTimer: NodeJS.Timeout | undefined;
+  private failure: { error: unknown } | undefined;
+  private wake: () => void = () => {};
+
+  constructor(
+    private readonly parts: RunParts,
+    private readonly handler: Handler,
+    private readonly options: RunOptions,
+  ) {}
+
+  async run(): Promise<WorkerSummary> {
+    const { parts, options } = this;
+    const { leaseMs, heartbeatMs, pollMs, concurrency, waitMs, graceMs } = parts.options;
+    parts.emit({ event: 'started', leaseMs, heartbeatMs, pollMs, concurrency, waitMs, graceMs });
+    const onAbort = () => this.stop.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    this.stop.signal.addEventListener('abort', () => this.stopping(), { once: true });
+    if (options.signal?.aborted) this.stop.abort();
+    try {
+      for (;;) {
+        const changed = new Promise<void>((resolve) => (this.wake = resolve));
+        this.fill();
+        if (!this.claiming && this.slots.size === 0 && (this.stop.signal.aborted || this.budget() <= 0)) break;
+        await changed;
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      clearTimeout(this.graceTimer);
+    }
+    parts.emit({ event: 'stopped', ...this.summary });
+    if (this.failure) throw this.failure.error;
+    return this.summary;
+  }
+
+  /** Claims for the free slots, one claim at a time; its leases each start a slot. */
+  private fill(): void {
+    if (this.claiming || this.stop.signal.aborted) return;
+    const { concurrency } = this.parts.options;
+    const max = claimSize({ concurrency, running: this.slots.size, budget: this.budget() });
+    if (max === 0) return;
+    this.reserved += max;
+    this.claiming = this.claimUpTo(max, this.stop.signal)
+      .then(
+        (leases) => {
+          this.summary.claimed += leases.length;
+          for (const claimed of leases) this.startSlot(claimed);
+        },
+        (error: unknown) => this.fail(error),
+      )
+      .finally(() => {
+        this.reserved -= max;
+        this.claiming = undefined;
+        this.wake();
+      });
+  }
+
+  /** A slot runs its job, then each next job its finish brings back, until none comes. */
+  private startSlot(first: ClaimedLease): void {
+    const slot = (async () => {
+      let claimed: ClaimedLease | null = first;
+      while (claimed) {
+        let reservedNext = false;
+        const { outcome, next } = await runLease(claimed, this.handler, {
+          ...this.parts.lease,
+          stopSignal: this.stop.signal,
+          graceSignal: this.graceOver.signal,
+          wantNext: () => {
+            if (this.stop.signal.aborted || this.budget() <= 0) return false;
+            this.reserved += 1;
+            reservedNext = true;
+            return true;
+          },
+        });
+        if (reservedNext) this.reserved -= 1;
+        this.summary[outcome.status] += 1;
+        if (next) this.summary.claimed += 1;
+        claimed = next;
+      }
+    })()
+      .catch((error: unknown) => this.fail(error))
+      .finally(() => {
+        this.slots.delete(slot);
+        this.wake();
+      });
+    this.slots.add(slot);
+  }
+
+  private stopping(): void {
+    const { parts } = this;
+    const { graceMs } = parts.options;
+    parts.emit({ event: 'stopping', running: this.slots.size, graceMs });
+    this.graceTimer = setTimeout(() => {
+      if (this.slots.size > 0) parts.emit({ event: 'grace_over', running: this.slots.size });
+      this.graceOver.abort();
+    }, graceMs);
+    this.wake();
+  }
+
+  /**
+   * Up to `max` leases, waiting at the queue up to `waitMs` for the first (long poll).
+   * An answer that came back empty before the wait was over, or a claim that failed, is followed
+   * by a pause of `pollMs`, so an idle worker never spins.
+   */
+  private async claimUpTo(max: number, signal: AbortSignal): Promise<ClaimedLease[]> {
+    const { clock, leaseMs, waitMs, pollMs, name } = this.parts.options;
+    const claimedAt = clock.now();
+    let leases;
+    try {
+      leases = await this.parts.queue.claimMany(name, { max, leaseMs, waitMs }, { signal });
+    } catch (err) {
+      // Stopping: the claim is dropped. One the queue made just then is never received, and
+      // its lease runs out (rule 2) — the job is claimable again after it, one attempt spent.
+      if (signal.aborted) return [];
+      // An unreachable or failing queue is waited out; a refused request is a mistake to report.
+      if (!(err instanceof QueueError) || err.status < 500) throw err;
+      this.parts.emit({ event: 'claim_failed', error: errorMessage(err) });
+      await pause(pollMs, signal);
+      return [];
+    }
+    const answeredAt = clock.now();
+    if (leases.length === 0 && answeredAt - claimedAt < waitMs) await pause(pollMs, signal);
+    for (const lease of leases) this.parts.emit(claimedEvent(lease));
+    return leases.map((lease) => ({ lease, claimedAt, answeredAt }));
+  }
+
+  private fail(error: unknown): void {
+    this.failure ??= { error };
+    this.stop.abort();
+  }
+
+  private budget(): number {
+    const { maxJobs } = this.options;
+    return maxJobs === undefined ? Infinity : maxJobs - this.summary.claimed - this.reserved;
+  }
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    if (signal.aborted) done();
+    else signal.addEventListener('abort', done, { once: true });
+  });
+}
