@@ -1,5 +1,5 @@
 // The demo's words: one readable line per worker event or demo action, and the verdict table.
-import type { LossReason, WorkerLine } from '../worker/index.js';
+import { LOSS_WORDS, type WorkerLine } from '../worker/index.js';
 import type { Check } from './verdict.js';
 
 export interface TimelineEntry {
@@ -66,19 +66,6 @@ export function describeEvent(e: WorkerLine, t0: number): string {
       return JSON.stringify(e);
   }
 }
-
-const LOSS_WORDS: Record<LossReason, string> = {
-  not_leased: 'the job is no longer leased',
-  cancelled: 'the job was cancelled',
-  token_mismatch: 'the job was claimed again under a newer token',
-  owner_mismatch: 'another owner holds the token',
-  deadline_passed: "the job's deadline passed",
-  lease_expired: 'the lease expired',
-  unknown_job: 'the queue does not know the job',
-  fenced: 'the receiver has seen a newer token',
-  not_renewed: 'no renewal succeeded before the lease ran out',
-  queue_unreachable: 'the queue could not be reached in time',
-};
 
 /** The verdict as an aligned table: one row per check, expected next to actual. */
 export function formatChecks(checks: readonly Check[]): string[] {

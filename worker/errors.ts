@@ -61,22 +61,24 @@ export class LeaseLostError extends Error {
   }
 }
 
+/** Why a lease was lost, in words: the one table the error message and the demo's timeline share. */
+export const LOSS_WORDS: Readonly<Record<LossReason, string>> = {
+  not_leased: 'the job is no longer leased',
+  cancelled: 'the job was cancelled',
+  token_mismatch: 'the job was claimed again under a newer token',
+  owner_mismatch: 'another owner holds this token',
+  deadline_passed: "the job's deadline has passed",
+  lease_expired: 'the lease expired before the queue heard from the worker',
+  unknown_job: 'the queue does not know the job',
+  fenced: 'the receiver has already seen a newer token for the job',
+  not_renewed: "no renewal succeeded before the lease's estimated end",
+  queue_unreachable: 'the queue could not be reached before the lease ran out',
+};
+
 function lossMessage(d: LeaseLostDetails): string {
   const held = `owner "${d.expected.owner}" token ${d.expected.token}`;
   const now = d.current
     ? ` The job now has status ${d.current.status}, owner ${d.current.owner === null ? 'none' : `"${d.current.owner}"`}, token ${d.current.token}.`
     : '';
-  const why: Record<LossReason, string> = {
-    not_leased: 'the job is no longer leased',
-    cancelled: 'the job was cancelled',
-    token_mismatch: 'the job was claimed again under a newer token',
-    owner_mismatch: 'another owner holds this token',
-    deadline_passed: "the job's deadline has passed",
-    lease_expired: 'the lease expired before the queue heard from the worker',
-    unknown_job: 'the queue does not know the job',
-    fenced: 'the receiver has already seen a newer token for the job',
-    not_renewed: "no renewal succeeded before the lease's estimated end",
-    queue_unreachable: 'the queue could not be reached before the lease ran out',
-  };
-  return `Lease on job "${d.jobId}" (${held}) is lost, found during ${d.during}: ${why[d.reason]}.${now} Nothing more is done under this token.`;
+  return `Lease on job "${d.jobId}" (${held}) is lost, found during ${d.during}: ${LOSS_WORDS[d.reason]}.${now} Nothing more is done under this token.`;
 }

@@ -16,7 +16,7 @@ export {
   type ResolvedWorkerOptions,
   type WorkerOptions,
 } from './options.js';
-export { LeaseLostError, type LeaseLostDetails, type LossDuring, type LossReason } from './errors.js';
+export { LeaseLostError, LOSS_WORDS, type LeaseLostDetails, type LossDuring, type LossReason } from './errors.js';
 export {
   claimSize,
   connectionIsFresh,
