@@ -5,4 +5,5 @@ export { DEMO_DEFAULTS, resolveDemoOptions, type DemoOptions, type ResolvedDemoO
 export { judgeDemo, type Check, type FinalState, type Freeze, type Kill, type ScenarioRecord } from './verdict.js';
 export { demoJobs, seededRandom, type DemoJob } from './jobs.js';
 export { formatEntry, describeEvent, formatChecks, type TimelineEntry } from './timeline.js';
+export { renderTimelineHtml, type TimelineInput } from './timeline-html.js';
 export { startServices, type RunningServices, type StartOptions } from './start.js';

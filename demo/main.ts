@@ -1,10 +1,13 @@
 // `leasehold demo` and `leasehold start`: parse flags, run, print. The demo's work is in
 // scenario.ts; the services' in start.ts.
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
 import { checkOptions, leaseholdCommand, logLevelOption, parsePort, parseWholeNumber } from '../platform/flags.js';
 import { DEMO_DEFAULTS, resolveDemoOptions } from './options.js';
 import { runDemo, type DemoResult } from './scenario.js';
+import { renderTimelineHtml } from './timeline-html.js';
 import { startServices } from './start.js';
 import { formatChecks, formatEntry } from './timeline.js';
 
@@ -18,6 +21,7 @@ interface DemoFlags {
   workMs: number;
   seed: number;
   keep: boolean;
+  html?: string;
 }
 
 export function demoCommand(): Command {
@@ -50,6 +54,10 @@ export function demoCommand(): Command {
       '--keep',
       'keep the temp dir (SQLite files, service logs, timeline.txt, events.jsonl) even when the run passes',
       false,
+    )
+    .option(
+      '--html <file>',
+      'where to write the timeline as a picture, a self-contained HTML page (default: <temp dir>.html, beside the temp dir)',
     )
     .addHelpText(
       'after',
@@ -85,7 +93,9 @@ export function demoCommand(): Command {
         signal: interrupt.signal,
         onEntry: (entry) => process.stdout.write(`${formatEntry(entry)}\n`),
       });
+      const html = writeTimelinePage(result, flags.html);
       process.stdout.write(`${verdictText(result).join('\n')}\n`);
+      if (html) process.stdout.write(`the timeline as a picture: ${html}\n`);
       process.exit(result.ok ? 0 : interrupt.signal.aborted ? 130 : 1);
     });
 }
@@ -109,6 +119,18 @@ export function verdictText(result: DemoResult): string[] {
   }
   if (result.kept) lines.push(`files kept in ${result.dir}`);
   return lines;
+}
+
+/** The page is written even for a failed run: that is when the picture helps most. */
+function writeTimelinePage(result: DemoResult, file: string | undefined): string | undefined {
+  const path = resolve(file ?? `${result.dir}.html`);
+  try {
+    writeFileSync(path, renderTimelineHtml(result));
+    return path;
+  } catch (err) {
+    process.stderr.write(`leasehold demo: could not write the timeline page ${path}: ${(err as Error).message}\n`);
+    return undefined;
+  }
 }
 
 interface StartFlags {

@@ -60,6 +60,8 @@ class DemoRun {
   private readonly director: Director;
   private readonly reasons: string[] = [];
   private readonly workers = new Map<string, Child>();
+  /** The queue's and the gateway's API key for this run; workers get it as LEASEHOLD_API_KEY. */
+  private readonly apiKey = randomBytes(16).toString('hex');
   private urls: ServiceUrls | undefined;
   private services: ServiceChildren | undefined;
   private queue: QueueClient | undefined;
@@ -96,15 +98,17 @@ class DemoRun {
         logLevel: 'info',
         stderr: (name) => ({ file: join(this.dir, `${name}.log`) }),
         secret: randomBytes(16).toString('hex'),
+        apiKey: this.apiKey,
         onReady: (name, url, child) => this.note(name, `listening on ${url} (pid ${child.pid})`),
       }),
     );
     this.urls = started.urls;
     this.services = started.children;
-    this.queue = new QueueClient(started.urls.queue);
+    this.queue = new QueueClient(started.urls.queue, { apiKey: this.apiKey });
     this.note(
       'demo',
-      'the gateway signs every effect it forwards and the receiver checks the signature (a fresh shared secret)',
+      'the gateway signs every effect it forwards and the receiver checks the signature (a fresh shared secret); ' +
+        'the queue and the gateway take only calls that carry their API key (another fresh secret)',
     );
 
     const half = Math.floor(this.jobs.length / 2);
@@ -170,7 +174,7 @@ class DemoRun {
     await this.group.stop(5_000, workers);
     if (this.urls && this.services?.queue.running && this.services.receiver.running) {
       try {
-        this.final = await readFinalState(this.urls);
+        this.final = await readFinalState(this.urls, this.apiKey);
       } catch (err) {
         this.failWith(new Error(`could not read the final state: ${(err as Error).message}`));
       }
@@ -213,6 +217,8 @@ class DemoRun {
       name,
       cliPath: options.cliPath,
       args,
+      // The key travels in the environment: a command line is visible to every user of the machine.
+      env: { ...process.env, LEASEHOLD_API_KEY: this.apiKey },
       stderr: { file: join(this.dir, `${name}.log`) },
       onLine: (line) => this.onLine(name, line),
     });
