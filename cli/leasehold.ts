@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// The `leasehold` command: one entry point that starts each service, a worker or the demo.
-import { readFileSync } from 'node:fs';
+// The `leasehold` command: one entry point that starts each service, a worker, the demo or the audit.
 import { Command } from 'commander';
 import { usageErrors } from '../platform/flags.js';
+import { packageVersion } from '../platform/package-version.js';
 import { queueCommand } from '../queue/main.js';
 import { gatewayCommand } from '../gateway/main.js';
 import { receiverCommand } from '../receiver/main.js';
 import { workerCommand } from '../worker/main.js';
 import { demoCommand, startCommand } from '../demo/main.js';
+import { auditCommand } from '../audit/main.js';
 
 const program = usageErrors(new Command('leasehold'), 'leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
@@ -21,10 +22,6 @@ program.addCommand(receiverCommand());
 program.addCommand(workerCommand());
 program.addCommand(demoCommand());
 program.addCommand(startCommand());
+program.addCommand(auditCommand());
 
 await program.parseAsync(process.argv);
-
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}

@@ -1,5 +1,6 @@
 // The three services as separate processes, started in dependency order (queue and receiver,
 // then the gateway that points at both), and read back over their HTTP APIs at the end.
+import { audit } from '../audit/index.js';
 import { QueueClient } from '../queue/client.js';
 import type { Child, ChildGroup } from './processes.js';
 import type { FinalState } from './verdict.js';
@@ -28,6 +29,8 @@ export interface StartServicesOptions {
   stderr(name: keyof ServiceUrls): { file: string } | 'inherit';
   /** Shared by the gateway (signs) and the receiver (checks); none: unsigned. */
   secret?: string | undefined;
+  /** Required by the queue and the gateway of their callers (the gateway presents it to the queue); none: open. */
+  apiKey?: string | undefined;
   /** Each service as it becomes ready. */
   onReady?(name: keyof ServiceUrls, url: string, child: Child): void;
   readyTimeoutMs?: number;
@@ -37,7 +40,11 @@ export async function startServiceProcesses(
   options: StartServicesOptions,
 ): Promise<{ urls: ServiceUrls; children: ServiceChildren }> {
   const timeoutMs = options.readyTimeoutMs ?? 20_000;
-  const env = options.secret === undefined ? { ...process.env } : { ...process.env, LEASEHOLD_SECRET: options.secret };
+  const env = {
+    ...process.env,
+    ...(options.secret === undefined ? {} : { LEASEHOLD_SECRET: options.secret }),
+    ...(options.apiKey === undefined ? {} : { LEASEHOLD_API_KEY: options.apiKey }),
+  };
   const common = (port: number) => ['--host', options.host, '--port', String(port), '--log-level', options.logLevel];
   const start = async (name: keyof ServiceUrls, args: string[]) => {
     const child = options.group.spawn({
@@ -69,8 +76,11 @@ export async function startServiceProcesses(
 }
 
 /** What the queue and the receiver say at the end, from their HTTP APIs only. */
-export async function readFinalState(urls: Pick<ServiceUrls, 'queue' | 'receiver'>): Promise<FinalState> {
-  const queue = new QueueClient(urls.queue);
+export async function readFinalState(
+  urls: Pick<ServiceUrls, 'queue' | 'receiver'>,
+  apiKey?: string,
+): Promise<FinalState> {
+  const queue = new QueueClient(urls.queue, { apiKey });
   const receiver = new ReceiverClient(urls.receiver);
   try {
     const [stats, jobs, totals, effects, journal] = await Promise.all([
@@ -80,7 +90,7 @@ export async function readFinalState(urls: Pick<ServiceUrls, 'queue' | 'receiver
       receiver.effects(),
       receiver.journal(),
     ]);
-    return { stats, jobs, totals, effects, journal };
+    return { stats, jobs, totals, effects, journal, audit: await audit({ queue, receiver }) };
   } finally {
     queue.close();
     receiver.close();

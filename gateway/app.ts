@@ -8,11 +8,17 @@ import {
   jsonBody,
   parseWith,
   requestLog,
+  requireApiKey,
   unknownRoute,
 } from '../platform/http-edge.js';
+import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
+import { openApiRoute } from '../platform/openapi.js';
+import { requestIds, withRequestIds } from '../platform/request-id.js';
 import { QueueClient } from '../queue/client.js';
 import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
+import { gatewayMetrics } from './metrics.js';
+import { gatewayOpenApi } from './openapi.js';
 import { resolveGatewayOptions, type GatewayOptions } from './options.js';
 import { sendBody } from './schemas.js';
 import { createSend } from './send.js';
@@ -24,21 +30,31 @@ export type GatewayApp = Express & { close(): void };
 
 export function createGatewayApp(options: GatewayOptions): GatewayApp {
   const resolved = resolveGatewayOptions(options);
-  const { logger } = resolved;
-  const queue = new QueueClient(resolved.queueUrl.href, { timeoutMs: resolved.queueTimeoutMs });
+  // Every line logged while a send is handled carries its reqId, which the queue and the receiver get too.
+  const logger = withRequestIds(resolved.logger);
+  const metrics = options.metrics ?? createRegistry('gateway');
+  const queue = new QueueClient(resolved.queueUrl.href, {
+    timeoutMs: resolved.queueTimeoutMs,
+    apiKey: resolved.apiKey,
+  });
   const forwarder = createForwarder({
     receiverUrl: resolved.receiverUrl,
     secret: resolved.secret,
     now: () => resolved.clock.now(),
   });
   // Sends that overlap share their lease checks: one queue request for all that wait.
-  const send = createSend({ queue: new CoalescingVerifier(queue), forwarder, options: resolved, logger });
+  const verifier = new CoalescingVerifier(queue);
+  const send = createSend({ queue: verifier, forwarder, options: resolved, logger });
+  const sends = gatewayMetrics(metrics, () => verifier.counts);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(jsonBody());
+  app.use(requestIds());
+  app.use(requestMetrics(metrics));
   app.use(requestLog(logger));
+  app.use(requireApiKey(resolved.apiKey, GatewayError.fromEdge, 'gateway'));
+  app.use(jsonBody());
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -53,6 +69,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     try {
       const result = await send(request, caller.signal);
       const ms = elapsed(started);
+      sends.sent(result.outcome, result.attempts);
       logger.info({ ...base, outcome: result.outcome, attempts: result.attempts, ms }, 'forwarded');
       res.set('Leasehold-Attempts', String(result.attempts));
       if (result.outcome === 'duplicate') res.set('Idempotent-Replayed', 'true');
@@ -60,22 +77,33 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     } catch (err) {
       const ms = elapsed(started);
       if (caller.signal.aborted) {
+        sends.sent('abandoned', 0);
         logger.info({ ...base, ms }, 'send abandoned: the caller closed the connection');
         return;
       }
       if (err instanceof GatewayError) {
         const { reason, attempts = 0 } = err.details;
+        sends.sent(err.code, Number(attempts));
         const entry = { ...base, outcome: err.code, status: err.status, ...(reason ? { reason } : {}), attempts, ms };
         if (err.status >= 500) logger.warn(entry, err.message);
         else logger.info(entry, 'refused');
-      }
+      } else sends.sent('internal', 0);
       throw err;
     } finally {
       caller.done();
     }
   });
 
-  app.use(unknownRoute(GatewayError.fromEdge, 'gateway', 'it serves POST /send and GET /healthz'));
+  app.get('/metrics', metricsRoute(metrics));
+  app.get('/openapi.json', openApiRoute(gatewayOpenApi({ apiKey: resolved.apiKey !== undefined })));
+
+  app.use(
+    unknownRoute(
+      GatewayError.fromEdge,
+      'gateway',
+      'it serves POST /send, GET /healthz, GET /metrics and GET /openapi.json',
+    ),
+  );
   app.use(errorRenderer(toGatewayError, logger));
 
   return Object.assign(app, {

@@ -3,7 +3,7 @@
 // `gateway_unavailable`; an aborted send rejects with the signal's reason.
 import type http from 'node:http';
 import { GatewayError, isGatewayErrorCode } from './errors.js';
-import { errorInBody, exchange, keepAliveAgent, urlUnder } from '../platform/exchange.js';
+import { authorization, errorInBody, exchange, keepAliveAgent, urlUnder } from '../platform/exchange.js';
 import type { SendOutcome, SendRequest } from './types.js';
 
 export type { SendOutcome, SendRequest } from './types.js';
@@ -18,19 +18,26 @@ export interface GatewayClientOptions {
    */
   timeoutMs?: number;
   agent?: http.Agent;
+  /** The gateway's API key (`--api-key`), sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string | undefined;
 }
+
+/** A send's answer is an outcome and an effect, or an error: a few KiB at most. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
 
 export class GatewayClient {
   readonly baseUrl: URL;
   private readonly agent: http.Agent;
   private readonly ownsAgent: boolean;
   private readonly timeoutMs: number;
+  private readonly headers: Record<string, string>;
 
   constructor(baseUrl: string, options: GatewayClientOptions = {}) {
     this.baseUrl = new URL(baseUrl);
     this.agent = options.agent ?? keepAliveAgent();
     this.ownsAgent = options.agent === undefined;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.headers = authorization(options.apiKey);
   }
 
   /** Forwards one effect under the caller's lease. Abort `signal` when the lease is lost. */
@@ -41,9 +48,11 @@ export class GatewayClient {
       method: 'POST',
       url,
       body,
+      headers: this.headers,
       timeoutMs: this.timeoutMs,
       agent: this.agent,
       signal: options.signal,
+      maxAnswerBytes: MAX_ANSWER_BYTES,
     });
     switch (result.kind) {
       case 'aborted':

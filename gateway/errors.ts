@@ -4,6 +4,8 @@ import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-er
 
 export const GATEWAY_ERROR_STATUS = {
   invalid_request: 400,
+  /** With --api-key: the request did not carry `Authorization: Bearer <key>`. */
+  unauthorized: 401,
   not_found: 404,
   unknown_job: 404,
   stale_lease: 409,

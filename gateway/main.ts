@@ -2,14 +2,19 @@
 // The only gateway module that touches `process`.
 import { Option, type Command } from 'commander';
 import {
+  apiKeyOption,
   checkOptions,
   failStart,
+  headersTimeoutOption,
   leaseholdCommand,
   logLevelOption,
+  maxConnectionsOption,
   parsePositiveInt,
   portOption,
+  requestTimeoutOption,
+  SECRETS_IN_VARIABLES,
 } from '../platform/flags.js';
-import { onShutdown } from '../platform/listen.js';
+import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
 import { startGateway, type GatewayService } from './service.js';
@@ -24,6 +29,10 @@ interface GatewayFlags {
   queueTimeoutMs: number;
   retryAttempts: number;
   retryBudgetMs: number;
+  apiKey?: string;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxConnections: number;
   logLevel: string;
 }
 
@@ -64,6 +73,14 @@ export function gatewayCommand(): Command {
         .argParser(parsePositiveInt)
         .default(d.retryBudgetMs),
     )
+    .addOption(
+      apiKeyOption(
+        'require "Authorization: Bearer <key>" on every route but /healthz, and present the same key to the queue',
+      ),
+    )
+    .addOption(headersTimeoutOption())
+    .addOption(requestTimeoutOption())
+    .addOption(maxConnectionsOption())
     .addOption(logLevelOption())
     .addHelpText(
       'after',
@@ -72,7 +89,7 @@ export function gatewayCommand(): Command {
         'On start it prints one line to stdout: "leasehold gateway listening on http://<host>:<port>".',
         'Every retry first verifies the lease again; retries stop when it is no longer current (409 stale_lease)',
         'or the budget is spent (502/504 upstream_unavailable). Backoff is exponential with jitter, from 100 ms up to 2 s.',
-        'Prefer LEASEHOLD_SECRET to --secret: command lines are visible to other users of the machine.',
+        SECRETS_IN_VARIABLES,
       ].join('\n'),
     )
     .action(async (flags: GatewayFlags, command: Command) => {
@@ -86,9 +103,12 @@ export function gatewayCommand(): Command {
         queueTimeoutMs: flags.queueTimeoutMs,
         retryAttempts: flags.retryAttempts,
         retryBudgetMs: flags.retryBudgetMs,
+        apiKey: flags.apiKey,
       };
       checkOptions(command, FLAG_NAMES, () => resolveGatewayOptions(options));
-      await runGateway({ ...options, host: flags.host, port: flags.port }, flags.logLevel);
+      const limits = serverLimitsOf(flags);
+      checkOptions(command, FLAG_NAMES, () => resolveListenOptions(limits));
+      await runGateway({ ...options, ...limits, host: flags.host, port: flags.port }, flags.logLevel);
     });
 }
 
@@ -100,6 +120,10 @@ const FLAG_NAMES: Record<string, string> = {
   queueTimeoutMs: '--queue-timeout-ms',
   retryAttempts: '--retry-attempts',
   retryBudgetMs: '--retry-budget-ms',
+  apiKey: '--api-key',
+  headersTimeoutMs: '--headers-timeout-ms',
+  requestTimeoutMs: '--request-timeout-ms',
+  maxConnections: '--max-connections',
 };
 
 async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {
@@ -111,7 +135,13 @@ async function runGateway(options: Parameters<typeof startGateway>[0], logLevel:
     failStart('gateway', err, { port: options.port, logger });
   }
   logger.info(
-    { url: service.url, queue: options.queueUrl, receiver: options.receiverUrl, signed: options.secret !== undefined },
+    {
+      url: service.url,
+      queue: options.queueUrl,
+      receiver: options.receiverUrl,
+      signed: options.secret !== undefined,
+      apiKey: options.apiKey !== undefined,
+    },
     'gateway ready',
   );
   process.stdout.write(`leasehold gateway listening on ${service.url}\n`);

@@ -1,7 +1,9 @@
 // The gateway's options: defaults in one object, one function that checks ranges and
 // relations, and a resolved type that everything inside the gateway takes.
 import pino, { type Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { systemClock, type Clock } from '../platform/clock.js';
+import { checkApiKey } from '../platform/exchange.js';
 import { httpUrl } from '../platform/url.js';
 import type { RetryPolicy } from './rules.js';
 
@@ -21,6 +23,11 @@ export interface GatewayOptions {
   receiverUrl: string;
   /** Shared with the receiver: each forwarded request is signed. Undefined sends unsigned. */
   secret?: string | undefined;
+  /**
+   * Required of the gateway's own callers (`Authorization: Bearer <apiKey>` on every route but
+   * /healthz) and presented to the queue with every lease check: one key for both.
+   */
+  apiKey?: string | undefined;
   /** How long one attempt waits for the receiver (default 2000). */
   receiverTimeoutMs?: number;
   /** How long one verify waits for the queue (default 2000). */
@@ -38,12 +45,15 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Default: Math.random. Used for backoff jitter. */
   random?: () => number;
+  /** The registry GET /metrics serves; a fresh one by default. One app per registry. */
+  metrics?: Registry;
 }
 
 export interface ResolvedGatewayOptions {
   queueUrl: URL;
   receiverUrl: URL;
   secret: string | undefined;
+  apiKey: string | undefined;
   queueTimeoutMs: number;
   retry: RetryPolicy;
   logger: Logger;
@@ -74,6 +84,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     receiverUrl: httpUrl('receiverUrl', options.receiverUrl),
     secret: options.secret,
+    apiKey: options.apiKey === undefined ? undefined : checkApiKey(options.apiKey),
     queueTimeoutMs: positiveInt('queueTimeoutMs', options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs),
     retry: {
       attempts: positiveInt('retryAttempts', options.retryAttempts ?? GATEWAY_DEFAULTS.retryAttempts),

@@ -2,16 +2,13 @@
 // (a typo such as "tokn") is refused rather than ignored. Limits match the queue's, so a body
 // that passes here is never refused by the queue for its shape.
 import { z } from 'zod';
+import { idSchema } from '../platform/ids.js';
 import type { SendRequest } from './types.js';
 
 const required = (what: string, kind: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${what} is required (${kind})` : `${what} must be ${kind}`;
 
-const name = (what: string) =>
-  z
-    .string({ error: required(what, 'a non-empty string') })
-    .min(1, `${what} must not be empty`)
-    .max(256, `${what} must be at most 256 characters`);
+const name = (what: string) => idSchema(what, required(what, 'a non-empty string'));
 
 // zod's int() is a safe integer: anything beyond 2^53 - 1 is refused, as the contract asks.
 const positive = (what: string) =>

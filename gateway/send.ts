@@ -40,7 +40,7 @@ export interface LeaseVerifier {
 export interface SendDependencies {
   queue: LeaseVerifier;
   forwarder: Forwarder;
-  options: Pick<ResolvedGatewayOptions, 'retry' | 'clock' | 'random' | 'queueUrl' | 'secret'>;
+  options: Pick<ResolvedGatewayOptions, 'retry' | 'clock' | 'random' | 'secret'>;
   logger: Logger;
 }
 
@@ -62,7 +62,7 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
       // A caller that hangs up stops the lease check too, not only the forwarding.
       lease = await queue.verify(request.jobId, { owner: request.owner, token: request.token }, { signal });
     } catch (err) {
-      throw verifyError(err, failures, options.queueUrl);
+      throw verifyError(err, failures);
     }
     const mismatch = qtyMismatchOf(request, lease);
     if (mismatch) throw mismatch;
@@ -126,11 +126,18 @@ function effectOf(result: Exchange): unknown {
   return (bodyOf(result) as { effect?: unknown } | undefined)?.effect ?? null;
 }
 
-/** The queue's refusal in the gateway's words; after failed attempts, it says the lease ended mid-retry. */
-function verifyError(err: unknown, failures: readonly AttemptFailure[], queueUrl: URL): unknown {
+/**
+ * The queue's refusal in the gateway's words; after failed attempts, it says the lease ended
+ * mid-retry. What reaches the caller names neither the queue's address nor its socket errors:
+ * the QueueError saying them is the `cause`, which the error renderer logs. A refusal of the
+ * request itself (404, 401, 413...) is a configuration
+ * problem between gateway and queue, never reported as the queue being down.
+ */
+function verifyError(err: unknown, failures: readonly AttemptFailure[]): unknown {
   if (!(err instanceof QueueError)) return err;
   const retrying = failures.length > 0;
   const during = retrying ? { attempts: failures.length, failures } : {};
+  const more = retrying ? ` more after ${failures.length} failed ${plural(failures.length, 'attempt')}` : '';
   switch (err.code) {
     case 'stale_lease':
       return new GatewayError(
@@ -144,17 +151,29 @@ function verifyError(err: unknown, failures: readonly AttemptFailure[], queueUrl
       return new GatewayError('unknown_job', `${err.message} Nothing was forwarded.`, err.details);
     case 'invalid_request':
       return new GatewayError('invalid_request', err.message, err.details);
-    default: {
-      // Unreachable (QueueClient's queue_unavailable) or failing (a 500): either way unverified.
-      const what =
-        err.code === 'queue_unavailable'
-          ? `could not be reached (${String(err.details.cause ?? err.message)})`
-          : `failed to verify the lease (${err.status} ${err.code})`;
-      const more = retrying ? ` more after ${failures.length} failed ${plural(failures.length, 'attempt')}` : '';
+    case 'queue_unavailable':
+    case 'internal':
       return new GatewayError(
         'queue_unavailable',
-        `The queue at ${queueUrl.origin} ${what}, so the gateway forwarded nothing${more}. Send again once the queue is back.`,
-        { queue: queueUrl.origin, cause: String(err.details.cause ?? err.code), ...during },
+        // QueueClient's own queue_unavailable (no answer at all) carries the socket error as `cause`.
+        err.code === 'queue_unavailable' && err.details.cause !== undefined
+          ? `The queue could not be reached, so the gateway forwarded nothing${more}. Send again once the queue is back.`
+          : `The queue could not check the lease (${err.status} ${err.code}), so the gateway forwarded nothing${more}. Send again shortly.`,
+        { ...during },
+        undefined,
+        { cause: err },
+      );
+    default: {
+      const hint =
+        err.code === 'unauthorized'
+          ? "the gateway's --api-key must be the queue's"
+          : 'check that --queue points at a leasehold queue';
+      return new GatewayError(
+        'upstream_rejected',
+        `The queue refused the gateway's lease check with ${err.status} ${err.code}, so nothing was forwarded${more}: ${hint}.`,
+        { upstream: { service: 'queue', status: err.status, code: err.code }, ...during },
+        undefined,
+        { cause: err },
       );
     }
   }

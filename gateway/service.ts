@@ -2,9 +2,9 @@
 // command line; tests and embedders call it directly.
 import { createGatewayApp } from './app.js';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './options.js';
-import { listen } from '../platform/listen.js';
+import { listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
 
-export interface GatewayServiceOptions extends GatewayOptions {
+export interface GatewayServiceOptions extends GatewayOptions, ServerLimits {
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0: a free port. */
@@ -31,7 +31,7 @@ export async function startGateway(options: GatewayServiceOptions): Promise<Gate
     (options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs);
   let listening;
   try {
-    listening = await listen(app, options.host ?? '127.0.0.1', port, graceMs);
+    listening = await listen(app, options.host ?? '127.0.0.1', port, { ...serverLimitsOf(options), graceMs });
   } catch (err) {
     app.close();
     throw err;

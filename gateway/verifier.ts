@@ -3,6 +3,7 @@
 // A lone check is never held back; each send still gets its own answer, or its own refusal.
 import type { QueueClient, QueueError } from '../queue/index.js';
 import type { Lease } from '../queue/types.js';
+import { currentRequestId } from '../platform/request-id.js';
 import type { LeaseVerifier } from './send.js';
 
 /** The queue calls a coalescing verifier makes; QueueClient has them. */
@@ -13,6 +14,8 @@ interface Check {
   owner: string;
   token: number;
   signal: AbortSignal | undefined;
+  /** The send's request id, passed on to the queue with the check. */
+  requestId: string | undefined;
   resolve(lease: Lease): void;
   reject(err: unknown): void;
 }
@@ -43,6 +46,7 @@ export class CoalescingVerifier implements LeaseVerifier {
         owner: input.owner,
         token: input.token,
         signal,
+        requestId: currentRequestId(),
         resolve: (lease) => {
           settle();
           resolve(lease);
@@ -77,7 +81,7 @@ export class CoalescingVerifier implements LeaseVerifier {
   private async one(check: Check): Promise<void> {
     try {
       const input = { owner: check.owner, token: check.token };
-      check.resolve(await this.queue.verify(check.id, input, check.signal ? { signal: check.signal } : {}));
+      check.resolve(await this.queue.verify(check.id, input, { signal: check.signal, requestId: check.requestId }));
     } catch (err) {
       check.reject(err);
     }
@@ -87,7 +91,12 @@ export class CoalescingVerifier implements LeaseVerifier {
   private async many(batch: Check[]): Promise<void> {
     let answers: Array<Lease | QueueError>;
     try {
-      answers = await this.queue.verifyMany(batch.map(({ id, owner, token }) => ({ id, owner, token })));
+      // The batch carries the request ids of every send it serves, so each can be followed into the queue's log.
+      const requestIds = [...new Set(batch.flatMap((check) => (check.requestId ? [check.requestId] : [])))];
+      answers = await this.queue.verifyMany(
+        batch.map(({ id, owner, token }) => ({ id, owner, token })),
+        { requestId: requestIds.length > 0 ? requestIds.join(',') : undefined },
+      );
     } catch (err) {
       for (const check of batch) check.reject(err);
       return;

@@ -1,9 +1,11 @@
 // JSON over HTTP/1.1 on a keep-alive agent: one connection pool per client, no per-request
-// connection setup, a timeout that covers the whole exchange, and cancellation by AbortSignal.
+// connection setup, a timeout that covers the whole exchange, an answer read up to a size limit,
+// and cancellation by AbortSignal.
 // One exchange is reported as a value instead of thrown: a response, or exactly which way it
 // failed (timeout, reset, refused, other network error, aborted). The gateway's retry rules
 // need that distinction, and the queue's client tells an abort from an unreachable queue by it.
 import http from 'node:http';
+import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
 export type Exchange =
   | { kind: 'response'; status: number; headers: http.IncomingHttpHeaders; body: unknown }
@@ -13,7 +15,10 @@ export type Exchange =
   | { kind: 'reset'; code: string; message: string }
   /** Nobody listens there (ECONNREFUSED): the request never reached a server. */
   | { kind: 'refused'; code: string; message: string }
-  /** Any other socket-level failure (DNS, unreachable host...). */
+  /**
+   * Any other socket-level failure (DNS, unreachable host...), or an answer larger than
+   * `maxAnswerBytes` (code ERR_ANSWER_TOO_LARGE), which is not read further.
+   */
   | { kind: 'network'; code: string; message: string }
   /** The caller's AbortSignal fired. */
   | { kind: 'aborted' };
@@ -28,7 +33,15 @@ export interface ExchangeRequest {
   timeoutMs: number;
   agent: http.Agent;
   signal?: AbortSignal | undefined;
+  /** The largest answer body read (default DEFAULT_MAX_ANSWER_BYTES); a larger one fails the exchange. */
+  maxAnswerBytes?: number;
 }
+
+/** What an exchange buffers of an answer unless told otherwise: a peer cannot make a caller hold more. */
+export const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/** The code of a `network` failure for an answer over `maxAnswerBytes`. */
+export const ANSWER_TOO_LARGE = 'ERR_ANSWER_TOO_LARGE';
 
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_SOCKET']);
 
@@ -44,6 +57,7 @@ export function exchange(req: ExchangeRequest): Promise<Exchange> {
       resolve({ kind: 'aborted' });
       return;
     }
+    const maxAnswerBytes = req.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
     let settled = false;
     let cause: 'timeout' | 'aborted' | undefined;
     const settle = (result: Exchange) => {
@@ -67,12 +81,27 @@ export function exchange(req: ExchangeRequest): Promise<Exchange> {
         headers: {
           accept: 'application/json',
           ...(req.body ? { 'content-type': 'application/json', 'content-length': String(req.body.length) } : {}),
+          ...requestIdHeader(),
           ...req.headers,
         },
       },
       (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let received = 0;
+        const tooLarge = () => {
+          settle({
+            kind: 'network',
+            code: ANSWER_TOO_LARGE,
+            message: `the answer was larger than ${maxAnswerBytes} bytes, so it was not read`,
+          });
+          outgoing.destroy();
+        };
+        if (Number(res.headers['content-length'] ?? 0) > maxAnswerBytes) return tooLarge();
+        res.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          if (received > maxAnswerBytes) tooLarge();
+          else chunks.push(chunk);
+        });
         res.on('error', fail);
         res.on('end', () => {
           settle({ kind: 'response', status: res.statusCode ?? 0, headers: res.headers, body: parseBody(chunks) });
@@ -95,6 +124,12 @@ export function exchange(req: ExchangeRequest): Promise<Exchange> {
     outgoing.on('error', fail);
     outgoing.end(req.body);
   });
+}
+
+/** A call made while a request is handled passes its id on, unless the caller names its own. */
+function requestIdHeader(): Record<string, string> {
+  const id = currentRequestId();
+  return id === undefined ? {} : { [REQUEST_ID_HEADER]: id };
 }
 
 function networkFailure(err: unknown): Exchange {
@@ -156,6 +191,26 @@ export function checkedTimeoutMs(timeoutMs: number): number {
     throw new RangeError(`timeoutMs must be between 1 and ${MAX_TIMEOUT_MS} ms; got ${timeoutMs}.`);
   }
   return timeoutMs;
+}
+
+/**
+ * `apiKey` when it can travel as `Authorization: Bearer <apiKey>`: printable ASCII, no spaces.
+ * Empty is a mistake, not "no key": leave the key out for that.
+ */
+export function checkApiKey(apiKey: string): string {
+  if (!/^[\x21-\x7e]+$/.test(apiKey)) {
+    throw new RangeError(
+      apiKey === ''
+        ? 'apiKey must not be empty; leave it out for none.'
+        : 'apiKey must be printable ASCII without spaces (it travels in an Authorization header); a random hex or base64 string will do.',
+    );
+  }
+  return apiKey;
+}
+
+/** The headers a client sends to present `apiKey`; none without one. */
+export function authorization(apiKey: string | undefined): Record<string, string> {
+  return apiKey === undefined ? {} : { authorization: `Bearer ${checkApiKey(apiKey)}` };
 }
 
 export function keepAliveAgent(): http.Agent {

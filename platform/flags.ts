@@ -3,6 +3,7 @@
 // start-up failure one line and exit code 1.
 import type { SqliteJournal } from './sqlite.js';
 import { LISTEN_DEFAULTS } from './listen.js';
+import { startFailureOfDatabase } from './database-errors.js';
 import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -214,6 +215,8 @@ export function failStart(service: string, err: unknown, context: StartContext =
 
 /** Why a service could not start, in one line. */
 export function startFailure(err: unknown, context: Pick<StartContext, 'port'> = {}): string {
+  const database = startFailureOfDatabase(err);
+  if (database !== undefined) return database;
   const e = (err ?? {}) as NodeJS.ErrnoException & { port?: number; address?: string; hostname?: string };
   switch (e.code) {
     case 'EADDRINUSE':
@@ -268,7 +271,10 @@ export const SECRETS_IN_VARIABLES =
 // How much a client may take of a service: `--headers-timeout-ms`, `--request-timeout-ms`, `--max-connections`.
 
 export function headersTimeoutOption(): Option {
-  return new Option('--headers-timeout-ms <ms>', "a request's headers must arrive within this long, or the connection is cut")
+  return new Option(
+    '--headers-timeout-ms <ms>',
+    "a request's headers must arrive within this long, or the connection is cut",
+  )
     .argParser(integerAtLeast(1))
     .default(LISTEN_DEFAULTS.headersTimeoutMs);
 }

@@ -28,6 +28,12 @@ export interface GroupCommitOptions {
   /** The most writes one transaction takes. */
   maxBatch?: number;
   /**
+   * The most writes waiting for a transaction (default 10 000): past it, `submit` rejects at once
+   * with CommitQueueFull, which the stores answer as a 503, rather than let the queue grow
+   * without bound while the database cannot keep up.
+   */
+  maxPending?: number;
+  /**
    * The longest a transaction waits for writes known to be coming: after a commit that
    * answered several writers, the next transaction waits until as many writes are pending, or
    * this long, whichever is first. 0 turns the window off. Default 2 ms, under one fsync.
@@ -47,11 +53,23 @@ export interface GroupCommitStats {
 /** A commit answered this long ago says nothing any more about who is coming back. */
 const SIBLINGS_MEMORY_MS = 50;
 
+/** `submit`'s refusal when `maxPending` writes are already waiting: shed load, the caller retries. */
+export class CommitQueueFull extends Error {
+  static readonly DEFAULT_MAX = 10_000;
+  override readonly name = 'CommitQueueFull';
+  readonly code = 'COMMIT_QUEUE_FULL';
+
+  constructor(readonly maxPending: number) {
+    super(`${maxPending} writes are already waiting for a transaction; this one was refused.`);
+  }
+}
+
 export class GroupCommitter<C> {
   private pending: Pending<C>[] = [];
   private running = false;
   private readonly isRefusal: (err: unknown) => boolean;
   private readonly maxBatch: number;
+  private readonly maxPending: number;
   private readonly windowMs: number;
   /** Writers the last commit answered, and when: the siblings expected back. */
   private siblings = 0;
@@ -66,6 +84,7 @@ export class GroupCommitter<C> {
   ) {
     this.isRefusal = options.isRefusal ?? (() => false);
     this.maxBatch = options.maxBatch ?? 64;
+    this.maxPending = options.maxPending ?? CommitQueueFull.DEFAULT_MAX;
     this.windowMs = options.windowMs ?? 2;
   }
 
@@ -75,6 +94,7 @@ export class GroupCommitter<C> {
 
   /** Resolves with `work`'s result once the transaction it ran in has committed. */
   submit<T>(work: Work<C, T>): Promise<T> {
+    if (this.pending.length >= this.maxPending) return Promise.reject(new CommitQueueFull(this.maxPending));
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (this.wake && this.pending.length >= this.expected()) this.wake();

@@ -1,30 +1,153 @@
-// The HTTP edge the three services share: bodies read the same way; what fails before a route
-// runs (the body parser, a schema, an unknown route) turned into the service's own error; one
-// renderer of `{error: {code, message, ...details}}`; one request log.
-import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+// The HTTP edge the three services share: bodies read the same way (JSON only, bounded in size
+// and depth); what fails before a route runs (the body parser, a path, a schema, an unknown route,
+// a missing API key) turned into the service's own error; one renderer of
+// `{error: {code, message, ...details}}`; one request log.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+import { checkApiKey } from './exchange.js';
 import type { EdgeFailure, ServiceError } from './service-error.js';
 
 /** Every body is at most 1 MiB; exactly 1 MiB is accepted. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+/** The deepest JSON a body may hold: `{"a":1}` is 1 deep. Deeper is 400, before any schema recurses into it. */
+export const MAX_JSON_DEPTH = 64;
+
 /** The service's `fromEdge`: every service's table has the edge codes. */
 export type MakeServiceError = (failure: EdgeFailure) => ServiceError;
 
-/** JSON whatever the Content-Type, so a client that forgets the header is not refused for it. */
+/**
+ * JSON bodies: a body must be declared `application/json` (or a `+json` type), so a browser page
+ * cannot send one with a cross-site "simple" request, which may only be text/plain or a form;
+ * at most 1 MiB once decompressed, and at most MAX_JSON_DEPTH deep.
+ */
 export function jsonBody(): RequestHandler {
-  return express.json({ limit: BODY_LIMIT_BYTES, type: () => true });
+  const parse = express.json({ limit: BODY_LIMIT_BYTES, type: () => true });
+  return (req, res, next) => {
+    const refused = mediaTypeRefusal(req);
+    if (refused) return next(refused);
+    parse(req, res, (err?: unknown) => {
+      if (err !== undefined) return next(readFailure(err));
+      if (jsonDeeperThan(req.body, MAX_JSON_DEPTH)) return next(tooDeep());
+      next();
+    });
+  };
+}
+
+/**
+ * The body's bytes as sent (decompressed, at most 1 MiB) as a Buffer in `req.body`, for a route
+ * that must see them as they are (a signature covers them) and parses them itself, holding them
+ * to MAX_JSON_DEPTH with `jsonDeeperThan`. Held to the same media types as `jsonBody`.
+ */
+export function rawJsonBody(): RequestHandler {
+  const read = express.raw({ limit: BODY_LIMIT_BYTES, type: () => true });
+  return (req, res, next) => {
+    const refused = mediaTypeRefusal(req);
+    if (refused) return next(refused);
+    read(req, res, (err?: unknown) => next(err === undefined ? undefined : readFailure(err)));
+  };
+}
+
+/** `application/json`, or any `<type>/<subtype>+json` (`application/merge-patch+json`...). */
+const JSON_MEDIA_TYPE = /^(?:application\/json|[\w.!#$&^+-]+\/[\w.!#$&^+-]+\+json)$/i;
+
+/**
+ * A request with a body, or one that declares a body type, must declare a JSON one. A request
+ * without either (a bodiless POST, any GET) is read as having no body.
+ */
+function mediaTypeRefusal(req: Request): Error | undefined {
+  const declared = req.headers['content-type'];
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (declared === undefined && !hasBody) return undefined;
+  const mediaType = (declared ?? '').split(';', 1)[0]!.trim();
+  if (JSON_MEDIA_TYPE.test(mediaType)) return undefined;
+  return edgeError(
+    'media.unsupported',
+    declared === undefined ? 'no Content-Type' : `Content-Type ${JSON.stringify(mediaType)}`,
+  );
+}
+
+/** A body that could not be read: body-parser's own errors keep their `type`; a stream that fails to decompress gets one. */
+function readFailure(err: unknown): unknown {
+  const e = err as { type?: unknown; status?: unknown; message?: unknown } | null;
+  // The only untyped failures of a body read come from the decompression stream (zlib, brotli).
+  if (e && e.type === undefined && e.status === 400) {
+    return edgeError('encoding.failed', String(e.message), { cause: err });
+  }
+  return err;
+}
+
+function tooDeep(): Error {
+  return edgeError('entity.too.deep', `deeper than ${MAX_JSON_DEPTH}`);
+}
+
+/** An error the edge knows by its `type`, as body-parser marks its own. */
+function edgeError(type: string, message: string, options?: ErrorOptions): Error {
+  return Object.assign(new Error(message, options), { type });
+}
+
+/** Whether `value` nests objects and arrays deeper than `max`; walked without recursion, so any depth is safe to check. */
+export function jsonDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<{ node: unknown; depth: number }> = [{ node: value, depth: 1 }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { node, depth } = next;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push({ node: child, depth: depth + 1 });
+    }
+  }
+  return false;
+}
+
+/**
+ * `Authorization: Bearer <apiKey>` on every route but `/healthz` (`401 unauthorized`, with
+ * `WWW-Authenticate: Bearer`, otherwise); a no-op without a key. Mounted before the body is
+ * read, so a caller without the key costs no parsing. The key and the presented value are both
+ * hashed first, so the comparison takes the same time whatever their lengths and contents.
+ */
+export function requireApiKey(apiKey: string | undefined, make: MakeServiceError, service: string): RequestHandler {
+  if (apiKey === undefined) return (_req, _res, next) => next();
+  const expected = digest(checkApiKey(apiKey));
+  return (req, res, next) => {
+    if (req.path === '/healthz') return next();
+    const presented = bearerToken(req.headers.authorization);
+    if (presented !== undefined && timingSafeEqual(digest(presented), expected)) return next();
+    res.set('WWW-Authenticate', 'Bearer');
+    next(
+      make({
+        code: 'unauthorized',
+        message:
+          presented === undefined
+            ? `The ${service} requires an API key: send "Authorization: Bearer <key>" with the key it was started with (--api-key or LEASEHOLD_API_KEY).`
+            : `The API key presented is not the ${service}'s; send the key it was started with (--api-key or LEASEHOLD_API_KEY).`,
+        details: {},
+      }),
+    );
+  };
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  const match = /^Bearer +(\S+) *$/i.exec(header ?? '');
+  return match?.[1];
 }
 
 /**
  * What a route threw, when it is not the service's own error: a body parser's failure by its
- * `type` (express.json and express.raw mark theirs), anything else `internal`, which the
- * renderer logs.
+ * `type` (express.json and express.raw mark theirs, and this edge marks its own), a path that is
+ * not valid percent-encoding, anything else `internal`, which the renderer logs.
  */
 export function edgeFailureOf(err: unknown, service: string): EdgeFailure {
   return (
-    bodyParserFailure(err) ?? {
+    bodyParserFailure(err) ??
+    pathFailure(err) ?? {
       code: 'internal',
       message: `The ${service} failed unexpectedly; the error is in its log. Retry the request.`,
       details: {},
@@ -32,9 +155,20 @@ export function edgeFailureOf(err: unknown, service: string): EdgeFailure {
   );
 }
 
+/** The router's failure to decode a path parameter (`/jobs/%ZZ`): the caller's path is malformed. */
+function pathFailure(err: unknown): EdgeFailure | undefined {
+  if (!(err instanceof URIError) || (err as { status?: unknown }).status !== 400) return undefined;
+  return {
+    code: 'invalid_request',
+    message:
+      'The path is not valid percent-encoding (a "%" must start a UTF-8 byte as two hex digits, as in %2F); encode each path segment with encodeURIComponent.',
+    details: {},
+  };
+}
+
 /**
  * A charset or Content-Encoding that cannot be read is 415, not 400: the body may be fine, only
- * in a form the service does not take.
+ * in a form the service does not take. A body that claims an encoding it does not have is 400.
  */
 function bodyParserFailure(err: unknown): EdgeFailure | undefined {
   const type = (err as { type?: unknown } | null)?.type;
@@ -49,6 +183,24 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
       return {
         code: 'invalid_request',
         message: 'The request body is not valid JSON; send a JSON object.',
+        details: {},
+      };
+    case 'entity.too.deep':
+      return {
+        code: 'invalid_request',
+        message: `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; send flatter JSON.`,
+        details: { maxDepth: MAX_JSON_DEPTH },
+      };
+    case 'encoding.failed':
+      return {
+        code: 'invalid_request',
+        message: `The request body could not be decompressed as its Content-Encoding says (${(err as Error).message}); send it as encoded, or without Content-Encoding.`,
+        details: {},
+      };
+    case 'media.unsupported':
+      return {
+        code: 'unsupported_media_type',
+        message: `The request body must be JSON, declared as "Content-Type: application/json" (or a +json type); this request has ${(err as Error).message}.`,
         details: {},
       };
     case 'encoding.unsupported':

@@ -1,9 +1,68 @@
-// Listening and stopping, for all three services: bind to a host, report the URL; on close stop
-// accepting, let requests in flight finish within a grace period, then cut what is left; and in
-// a command-line process, stop that way on SIGTERM/SIGINT.
+// Listening and stopping, for all three services: bind to a host, report the URL; hold slow and
+// numerous clients to limits; on close stop accepting, let requests in flight finish within a
+// grace period, then cut what is left; and in a command-line process, stop that way on
+// SIGTERM/SIGINT.
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+
+/** What a client may take of a service: how slowly it may send a request, and how many connections it may hold. */
+export interface ServerLimits {
+  /** A request's headers must arrive within this long (default 10 s), or the connection is cut. */
+  headersTimeoutMs?: number;
+  /**
+   * The whole request, body included, must arrive within this long (default 30 s). It covers
+   * receiving only: an answer that takes longer (a long-polling claim) is not cut.
+   */
+  requestTimeoutMs?: number;
+  /** Connections held at once (default 1024); more are closed as they arrive. */
+  maxConnections?: number;
+}
+
+/** Only the limits of `options` (a service's options hold many other things). */
+export function serverLimitsOf(options: ServerLimits): ServerLimits {
+  const { headersTimeoutMs, requestTimeoutMs, maxConnections } = options;
+  return { headersTimeoutMs, requestTimeoutMs, maxConnections };
+}
+
+export interface ListenOptions extends ServerLimits {
+  /** How long requests in flight get on close before their sockets are cut (default 2 s). */
+  graceMs?: number;
+}
+
+export const LISTEN_DEFAULTS = {
+  graceMs: 2_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxConnections: 1_024,
+} as const;
+
+/** Clients keep connections alive; a short server keep-alive stops idle sockets piling up. */
+const KEEP_ALIVE_MS = 5_000;
+
+/** Defaults filled in and ranges checked; a RangeError names the option at fault. */
+export function resolveListenOptions(options: ListenOptions = {}): Required<ListenOptions> {
+  const resolved = {
+    graceMs: atLeast('graceMs', options.graceMs ?? LISTEN_DEFAULTS.graceMs, 0),
+    headersTimeoutMs: atLeast('headersTimeoutMs', options.headersTimeoutMs ?? LISTEN_DEFAULTS.headersTimeoutMs, 1),
+    requestTimeoutMs: atLeast('requestTimeoutMs', options.requestTimeoutMs ?? LISTEN_DEFAULTS.requestTimeoutMs, 1),
+    maxConnections: atLeast('maxConnections', options.maxConnections ?? LISTEN_DEFAULTS.maxConnections, 1),
+  };
+  // Node refuses a header timeout longer than the request's: the headers are part of the request.
+  if (resolved.headersTimeoutMs > resolved.requestTimeoutMs) {
+    throw new RangeError(
+      `headersTimeoutMs (${resolved.headersTimeoutMs}) must not be longer than requestTimeoutMs (${resolved.requestTimeoutMs}).`,
+    );
+  }
+  return resolved;
+}
+
+function atLeast(name: string, value: number, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new RangeError(`${name} must be an integer of at least ${min}, not ${String(value)}.`);
+  }
+  return value;
+}
 
 export interface Listening {
   server: Server;
@@ -14,10 +73,25 @@ export interface Listening {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function listen(app: RequestListener, host: string, port: number, graceMs = 2_000): Promise<Listening> {
-  const server = createServer(app);
-  // Clients keep connections alive; a short server keep-alive stops idle sockets piling up.
-  server.keepAliveTimeout = 5_000;
+export async function listen(
+  app: RequestListener,
+  host: string,
+  port: number,
+  options: ListenOptions = {},
+): Promise<Listening> {
+  const limits = resolveListenOptions(options);
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both timeouts on this interval (30 s by default, which would let a slow client
+      // keep a socket that long past its limit): check often enough to cut within a quarter of it.
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    app,
+  );
+  server.keepAliveTimeout = Math.min(KEEP_ALIVE_MS, limits.headersTimeoutMs);
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -28,7 +102,7 @@ export async function listen(app: RequestListener, host: string, port: number, g
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
-  const close = (grace = graceMs) =>
+  const close = (grace = limits.graceMs) =>
     (closing ??= new Promise<void>((resolve) => {
       const cut = setTimeout(() => server.closeAllConnections(), grace);
       server.close(() => {

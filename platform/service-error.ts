@@ -5,6 +5,8 @@
 /** The codes every service's table has: what can go wrong before a route runs, and the unexpected. */
 export const EDGE_ERROR_STATUS = {
   invalid_request: 400,
+  /** An API key is required and was not presented (only a service started with one). */
+  unauthorized: 401,
   not_found: 404,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -12,6 +12,7 @@ import {
   urlUnder,
   type Exchange,
 } from '../platform/exchange.js';
+import { REQUEST_ID_HEADER } from '../platform/request-id.js';
 import type { Job, JobStatus, Lease, RetryInput, Stats } from './types.js';
 
 // The error a client call throws, importable with the client alone (without the service's stores).
@@ -67,6 +68,11 @@ const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 export interface CallOptions {
   signal?: AbortSignal | undefined;
   timeoutMs?: number | undefined;
+  /**
+   * Sent as X-Request-Id, so the queue's log lines for this call carry it as `reqId`. A call
+   * made while a leasehold service handles a request passes that request's id on by default.
+   */
+  requestId?: string | undefined;
 }
 
 /** An answer, whatever its status. */
@@ -265,7 +271,8 @@ export class QueueClient {
       method,
       url: urlUnder(this.baseUrl, path, query),
       ...(json ? { body: json } : {}),
-      headers: this.headers,
+      headers:
+        options.requestId === undefined ? this.headers : { ...this.headers, [REQUEST_ID_HEADER]: options.requestId },
       timeoutMs,
       agent: this.agent,
       signal: options.signal,

@@ -59,6 +59,10 @@ function staleMessage(id: string, reason: StaleReason, expected: Presented, curr
     deadline_passed: "the job's deadline has passed",
     lease_expired: 'the lease has expired',
   };
+  // A repeat of a finish that landed (its answer lost, say): nothing is wrong, and claiming again would be.
+  if (current.status === 'done' && current.owner === expected.owner && current.token === expected.token) {
+    return `Job "${id}" is already done: you already finished this job with ${asked}. Nothing more to do; do not claim it again.`;
+  }
   return `Lease on job "${id}" is not current: ${why[reason]}. Presented ${asked}; the job has ${now}. Stop working on it and claim again.`;
 }
 

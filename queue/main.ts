@@ -2,17 +2,24 @@
 import { Option, type Command } from 'commander';
 import { redactDb } from '../platform/postgres.js';
 import {
+  apiKeyOption,
+  checkOptions,
   dbOption,
   failStart,
+  headersTimeoutOption,
   integerAtLeast,
   journalOption,
   leaseholdCommand,
   logLevelOption,
+  maxConnectionsOption,
   oneOf,
   portOption,
+  requestTimeoutOption,
+  SECRETS_IN_VARIABLES,
 } from '../platform/flags.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
-import { onShutdown } from '../platform/listen.js';
+import { checkApiKey } from '../platform/exchange.js';
+import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
 import { startQueue, type QueueService } from './service.js';
 import type { LateFinishPolicy } from './types.js';
@@ -26,6 +33,10 @@ interface QueueFlags {
   lateFinish: LateFinishPolicy;
   journal: SqliteJournal;
   commitWindowMs: number;
+  apiKey?: string;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxConnections: number;
   logLevel: string;
 }
 
@@ -59,15 +70,33 @@ export function queueCommand(): Command {
         .argParser(integerAtLeast(0))
         .default(2),
     )
+    .addOption(
+      apiKeyOption('require "Authorization: Bearer <key>" on every route but /healthz (the job listing shows tokens)'),
+    )
+    .addOption(headersTimeoutOption())
+    .addOption(requestTimeoutOption())
+    .addOption(maxConnectionsOption())
     .addOption(logLevelOption())
     .addHelpText(
       'after',
-      '\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".',
+      `\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".\n${SECRETS_IN_VARIABLES}`,
     )
-    .action(async (flags: QueueFlags) => {
+    .action(async (flags: QueueFlags, command: Command) => {
+      checkOptions(command, FLAG_NAMES, () => {
+        if (flags.apiKey !== undefined) checkApiKey(flags.apiKey);
+        return resolveListenOptions(flags);
+      });
       await runQueue(flags);
     });
 }
+
+/** The library's option names, as the flags that set them. */
+const FLAG_NAMES: Record<string, string> = {
+  apiKey: '--api-key',
+  headersTimeoutMs: '--headers-timeout-ms',
+  requestTimeoutMs: '--request-timeout-ms',
+  maxConnections: '--max-connections',
+};
 
 async function runQueue(flags: QueueFlags): Promise<void> {
   const logger = createLogger({ service: 'queue', level: flags.logLevel });
@@ -80,13 +109,21 @@ async function runQueue(flags: QueueFlags): Promise<void> {
       latePolicy: flags.lateFinish,
       journal: flags.journal,
       commitWindowMs: flags.commitWindowMs,
+      apiKey: flags.apiKey,
+      ...serverLimitsOf(flags),
       logger,
     });
   } catch (err) {
     failStart('queue', err, { port: flags.port, logger });
   }
   logger.info(
-    { url: service.url, db: redactDb(flags.db), lateFinish: flags.lateFinish, journal: flags.journal },
+    {
+      url: service.url,
+      db: redactDb(flags.db),
+      lateFinish: flags.lateFinish,
+      journal: flags.journal,
+      apiKey: flags.apiKey !== undefined,
+    },
     'queue ready',
   );
   process.stdout.write(`leasehold queue listening on ${service.url}\n`);

@@ -7,6 +7,7 @@ import { QueueError } from './errors.js';
 import { KnexQueueStore, type Dialect, type Executor } from './knex-store.js';
 import { rowsOf } from './rows.js';
 import { PostgresClaimableSignal } from './claimable.js';
+import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { queueMigrations } from './migrations/index.js';
 import {
   checkSchemaName,
@@ -79,15 +80,19 @@ export function postgresDialect(options: {
     write: (knex, work) => retryPg(() => knex.transaction(async (trx) => work(trx, await now(trx))), retryBudgetMs),
     now,
     migrate: (knex: Knex) => migrateSerialised(knex, schema, () => knex.migrate.latest(queueMigrations)),
-    unavailable: (err) =>
-      isPostgresUnavailable(err)
+    unavailable: (err) => {
+      const condition = unavailabilityOf(err);
+      if (condition)
+        return new QueueError('queue_unavailable', unavailableMessage(condition, 'queue'), {}, { cause: err });
+      return isPostgresUnavailable(err)
         ? new QueueError(
             'queue_unavailable',
             'The PostgreSQL database could not be reached, or kept conflicting for longer than the retry budget. Retry the request.',
             {},
             { cause: err },
           )
-        : undefined,
+        : undefined;
+    },
     pickSql: PICK_SQL,
     idListSql: 'SELECT jsonb_array_elements_text(?::jsonb)',
     // Concurrent claims each run the quarantine sweep; skipping rows another transaction holds

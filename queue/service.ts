@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createQueueApp } from './app.js';
-import { listen } from '../platform/listen.js';
+import { listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
@@ -12,7 +12,7 @@ import type { QueueStore } from './store.js';
 import type { Clock, LateFinishPolicy } from './types.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 
-export interface QueueServiceOptions {
+export interface QueueServiceOptions extends ServerLimits {
   /**
    * A SQLite file path (created with its folder when missing) or `:memory:`; or a
    * `postgres://` (`postgresql://`) URL, optionally with `?schema=NAME` (created when missing).
@@ -29,6 +29,8 @@ export interface QueueServiceOptions {
   journal?: SqliteJournal;
   /** SQLite only: the group commit's window in ms (default 2; 0 turns it off). */
   commitWindowMs?: number;
+  /** When set, every route but /healthz requires `Authorization: Bearer <apiKey>`. */
+  apiKey?: string | undefined;
 }
 
 export interface QueueService {
@@ -65,10 +67,16 @@ export async function openQueueStore(
 export async function startQueue(options: QueueServiceOptions): Promise<QueueService> {
   const logger = options.logger ?? pino({ level: 'silent' });
   const store = await openQueueStore(options);
-  const app = createQueueApp({ store, logger });
+  let app;
+  try {
+    app = createQueueApp({ store, logger, apiKey: options.apiKey });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   let listening;
   try {
-    listening = await listen(app, options.host ?? '127.0.0.1', options.port ?? 0);
+    listening = await listen(app, options.host ?? '127.0.0.1', options.port ?? 0, serverLimitsOf(options));
   } catch (err) {
     app.close();
     await store.close();

@@ -4,6 +4,7 @@
 import type { Knex } from 'knex';
 import { KnexQueueStore, type Dialect } from './knex-store.js';
 import { QueueError } from './errors.js';
+import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { GroupCommitter } from '../platform/group-commit.js';
 import { queueMigrations } from './migrations/index.js';
 import {
@@ -57,15 +58,19 @@ export function sqliteDialect(clock: Clock, busyBudgetMs: number, commitWindowMs
     },
     now: async () => clock.now(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),
-    unavailable: (err) =>
-      isBusyError(err)
+    unavailable: (err) => {
+      const condition = unavailabilityOf(err);
+      if (condition)
+        return new QueueError('queue_unavailable', unavailableMessage(condition, 'queue'), {}, { cause: err });
+      return isBusyError(err)
         ? new QueueError(
             'queue_unavailable',
             'The database stayed locked by other processes for longer than the retry budget. Retry the request.',
             {},
             { cause: err },
           )
-        : undefined,
+        : undefined;
+    },
     // Two index walks, each stopping after `limit` rows, then the best of those: pending jobs
     // by (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
     idListSql: 'SELECT value FROM json_each(?)',

@@ -1,13 +1,13 @@
 // Test-mode admin routes: queue faults and reset the stub between test cases. Mounted only
 // when the receiver runs in test mode; otherwise these paths are unknown routes (404).
 import express, { type Router } from 'express';
+import { jsonBody } from '../platform/http-edge.js';
 import type { FaultController } from './faults.js';
-import { BODY_LIMIT } from './middleware.js';
 import type { EffectStore } from './store.js';
 
 export function adminRoutes<Tx>(store: EffectStore<Tx>, faults: FaultController): Router {
   const router = express.Router();
-  const json = express.json({ limit: BODY_LIMIT, type: () => true });
+  const json = jsonBody();
 
   router.get('/admin/faults', (_req, res) => {
     res.json({ faults: faults.pending() });

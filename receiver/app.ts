@@ -5,8 +5,15 @@ import { pino, type Logger } from 'pino';
 import { adminRoutes } from './admin.js';
 import { ReceiverError } from './errors.js';
 import type { FaultController } from './faults.js';
-import { requestLog, unknownRoute } from '../platform/http-edge.js';
+import { parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
+import { effectsQuery, jobIdParam, journalQuery, parseQuery, readPage } from './listings.js';
+import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
+import { openApiRoute } from '../platform/openapi.js';
+import { requestIds, withRequestIds } from '../platform/request-id.js';
+import type { Registry } from 'prom-client';
+import { effectMetrics } from './metrics.js';
 import { fencedEffects, receiverErrors } from './middleware.js';
+import { receiverOpenApi } from './openapi.js';
 import { systemClock, type Clock } from './rules.js';
 import type { EffectStore } from './store.js';
 
@@ -18,36 +25,49 @@ export interface ReceiverAppOptions<Tx> {
   logger?: Logger;
   /** Test mode: faults apply to POST /effects, and /admin/faults and /admin/reset exist. */
   faults?: FaultController;
+  /** The registry GET /metrics serves; a fresh one by default. One app per registry. */
+  metrics?: Registry;
 }
 
 export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express {
   const { store, secret, faults } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: 'silent' });
+  // Every line logged while a request is handled carries its reqId (the gateway passes its own on).
+  const logger = withRequestIds(options.logger ?? pino({ level: 'silent' }));
+  const metrics = options.metrics ?? createRegistry('receiver');
   const app = express();
   app.disable('x-powered-by');
   // Totals and effects change with every request; never let a client answer itself with a 304.
   app.disable('etag');
+  app.use(requestIds());
+  app.use(requestMetrics(metrics));
   app.use(requestLog(logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
 
-  const effects = fencedEffects({ store, clock, secret, logger });
+  const effects = fencedEffects({ store, clock, secret, logger, metrics: effectMetrics(metrics) });
   if (faults) app.post('/effects', faults.middleware(), effects);
   else app.post('/effects', effects);
 
-  app.get('/effects', async (_req, res) => {
-    res.json({ effects: await store.listEffects() });
+  app.get('/effects', async (req, res) => {
+    const query = parseQuery(effectsQuery, req.query);
+    const page = await readPage(
+      query,
+      (q) => store.listEffects(q),
+      (effect) => effect.jobId,
+    );
+    res.json({ effects: page.items, next: page.next });
   });
   app.get('/effects/:jobId', async (req, res) => {
-    const effect = await store.getEffect(req.params.jobId);
+    const jobId = parseWith(jobIdParam, req.params.jobId, 'jobId in the path', ReceiverError.fromEdge);
+    const effect = await store.getEffect(jobId);
     if (!effect) {
       throw new ReceiverError(
         'unknown_effect',
-        `No effect has been applied for job "${req.params.jobId}"; check the jobId, or send the effect first.`,
-        { jobId: req.params.jobId },
+        `No effect has been applied for job "${jobId}"; check the jobId, or send the effect first.`,
+        { jobId },
       );
     }
     res.json({ effect });
@@ -55,11 +75,19 @@ export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express 
   app.get('/totals', async (_req, res) => {
     res.json(await store.totals());
   });
-  app.get('/journal', async (_req, res) => {
-    res.json({ journal: await store.journal() });
+  app.get('/journal', async (req, res) => {
+    const query = parseQuery(journalQuery, req.query);
+    const page = await readPage(
+      query,
+      (q) => store.journal(q),
+      (entry) => entry.seq,
+    );
+    res.json({ journal: page.items, next: page.next });
   });
 
   if (faults) app.use(adminRoutes(store, faults));
+  app.get('/metrics', metricsRoute(metrics));
+  app.get('/openapi.json', openApiRoute(receiverOpenApi({ testMode: faults !== undefined })));
 
   app.use(unknownRoute(ReceiverError.fromEdge, 'receiver', 'docs/receiver.md lists its routes'));
   app.use(receiverErrors(logger));

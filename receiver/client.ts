@@ -13,7 +13,7 @@ import {
 import { isReceiverErrorCode, ReceiverError } from './errors.js';
 import type { Effect } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from './signature.js';
-import type { JournalEntry, Totals } from './store.js';
+import type { JournalEntry, PageQuery, Totals } from './store.js';
 
 export interface ReceiverClientOptions {
   /** Per-request timeout (default 10 s); a call's own `timeoutMs` overrides it. */
@@ -35,8 +35,9 @@ export interface RecordOptions extends ReceiverCallOptions {
   /** The current lease's fencing token, sent as `Fencing-Token`. */
   token: number;
   /**
-   * A `Leasehold-Signature` computed by the caller over `JSON.stringify({jobId, qty})` and the
-   * token; or give `secret` instead and the client signs each request as it sends it.
+   * A `Leasehold-Signature` computed by the caller (`signatureHeader`) over `POST`, the path the
+   * client posts to (`<base path>/effects`), the token and `JSON.stringify({jobId, qty})`; or give
+   * `secret` instead and the client signs each request as it sends it.
    */
   signature?: string;
   secret?: string;
@@ -49,6 +50,31 @@ export interface RecordOutcome {
 }
 
 type JsonResponse = Extract<Exchange, { kind: 'response' }>;
+
+export interface EffectsPage {
+  effects: Effect[];
+  /** The jobId to ask for the next page `after`, or null after the last page. */
+  next: string | null;
+}
+
+export interface JournalPage {
+  journal: JournalEntry[];
+  /** The seq to ask for the next page `after`, or null after the last page. */
+  next: number | null;
+}
+
+/** The longest page the receiver gives: how `effects()` and `journal()` read a whole listing. */
+const MAX_PAGE = 1_000;
+
+/** A page of 1000 effects with 256-character ids is under 1 MiB; the cap leaves ample room. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+function pageQuery(page: PageQuery<string | number>): URLSearchParams {
+  const query = new URLSearchParams();
+  if (page.after !== undefined) query.set('after', String(page.after));
+  if (page.limit !== undefined) query.set('limit', String(page.limit));
+  return query;
+}
 
 export class ReceiverClient {
   readonly baseUrl: URL;
@@ -75,15 +101,37 @@ export class ReceiverClient {
     }
     const body = Buffer.from(JSON.stringify({ jobId: input.jobId, qty: input.qty }));
     const headers: Record<string, string> = { [FENCING_TOKEN_HEADER]: String(token) };
-    const signed = secret !== undefined ? signatureHeader(secret, token, body, Date.now()) : signature;
+    const url = urlUnder(this.baseUrl, ['effects']);
+    const signed =
+      secret !== undefined
+        ? signatureHeader(secret, { method: 'POST', path: `${url.pathname}${url.search}`, token, body }, Date.now())
+        : signature;
     if (signed !== undefined) headers[SIGNATURE_HEADER] = signed;
     const res = await this.call('POST', ['effects'], options, { body, headers });
     return res.body as RecordOutcome;
   }
 
-  /** Every recorded effect, by the time it was applied. */
+  /** Every recorded effect, by jobId: the pages of `effectsPage`, read one after another. */
   async effects(options?: ReceiverCallOptions): Promise<Effect[]> {
-    return ((await this.call('GET', ['effects'], options)).body as { effects: Effect[] }).effects;
+    const effects: Effect[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.effectsPage(
+        after === undefined ? { limit: MAX_PAGE } : { after, limit: MAX_PAGE },
+        options,
+      );
+      effects.push(...page.effects);
+      after = page.next ?? undefined;
+    } while (after !== undefined);
+    return effects;
+  }
+
+  /**
+   * One page of effects, by jobId: at most `limit` (default 100, at most 1000) after the jobId
+   * `after`. `next` is the `after` of the next page, or null after the last.
+   */
+  async effectsPage(page: PageQuery<string> = {}, options?: ReceiverCallOptions): Promise<EffectsPage> {
+    return (await this.call('GET', ['effects'], options, {}, pageQuery(page))).body as EffectsPage;
   }
 
   /** The effect recorded for `jobId`, or undefined when none was. */
@@ -100,9 +148,27 @@ export class ReceiverClient {
     return (await this.call('GET', ['totals'], options)).body as Totals;
   }
 
-  /** Every judged request, outcome included, in the order it was judged. */
+  /** Every judged request still kept, outcome included, in the order it was judged: the pages of `journalPage`. */
   async journal(options?: ReceiverCallOptions): Promise<JournalEntry[]> {
-    return ((await this.call('GET', ['journal'], options)).body as { journal: JournalEntry[] }).journal;
+    const journal: JournalEntry[] = [];
+    let after: number | undefined;
+    do {
+      const page = await this.journalPage(
+        after === undefined ? { limit: MAX_PAGE } : { after, limit: MAX_PAGE },
+        options,
+      );
+      journal.push(...page.journal);
+      after = page.next ?? undefined;
+    } while (after !== undefined);
+    return journal;
+  }
+
+  /**
+   * One page of the journal, in order: at most `limit` (default 100, at most 1000) entries after
+   * the seq `after`. `next` is the `after` of the next page, or null after the last.
+   */
+  async journalPage(page: PageQuery<number> = {}, options?: ReceiverCallOptions): Promise<JournalPage> {
+    return (await this.call('GET', ['journal'], options, {}, pageQuery(page))).body as JournalPage;
   }
 
   /** False when the receiver does not answer 200; an aborted call still rejects with the signal's reason. */
@@ -124,15 +190,17 @@ export class ReceiverClient {
     path: readonly string[],
     options: ReceiverCallOptions = {},
     send: { body?: Buffer; headers?: Record<string, string> } = {},
+    query?: URLSearchParams,
   ): Promise<JsonResponse> {
     const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeoutMs(options.timeoutMs);
     const res = await exchange({
       method,
-      url: urlUnder(this.baseUrl, path),
+      url: urlUnder(this.baseUrl, path, query),
       ...send,
       timeoutMs,
       agent: this.agent,
       signal: options.signal,
+      maxAnswerBytes: MAX_ANSWER_BYTES,
     });
     switch (res.kind) {
       case 'response':

@@ -5,6 +5,8 @@ import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-er
 export const RECEIVER_ERROR_STATUS = {
   invalid_request: 400,
   invalid_signature: 401,
+  /** An edge code every service has; the receiver itself takes no API key. */
+  unauthorized: 401,
   unknown_effect: 404,
   not_found: 404,
   fenced: 409,

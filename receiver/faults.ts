@@ -6,11 +6,15 @@ import { z } from 'zod';
 import { parseWith } from '../platform/http-edge.js';
 import { ReceiverError } from './errors.js';
 
-const count = z.number().int().min(1).max(10_000).default(1);
+/** The most faults queued at once, and the longest delay: a test needs a few, and no stub should hold answers for minutes. */
+export const MAX_PENDING_FAULTS = 1_000;
+export const MAX_FAULT_DELAY_MS = 60_000;
+
+const count = z.number().int().min(1).max(MAX_PENDING_FAULTS).default(1);
 export const faultSchema = z.discriminatedUnion(
   'kind',
   [
-    z.object({ kind: z.literal('delay'), ms: z.number().int().min(0).max(600_000), count }),
+    z.object({ kind: z.literal('delay'), ms: z.number().int().min(0).max(MAX_FAULT_DELAY_MS), count }),
     z.object({ kind: z.literal('fail'), status: z.number().int().min(400).max(599).default(503), count }),
     z.object({ kind: z.literal('drop'), count }),
   ],
@@ -36,6 +40,13 @@ export class FaultController {
       throw new Error('Fault injection is off; start the receiver with testMode: true (or --test-mode).');
     }
     const { count: n, ...fault } = parseWith(faultSchema, request, 'fault', ReceiverError.fromEdge);
+    if (this.queue.length + n > MAX_PENDING_FAULTS) {
+      throw new ReceiverError(
+        'invalid_request',
+        `At most ${MAX_PENDING_FAULTS} faults may be queued at once; ${this.queue.length} are, so ${n} more would be too many. Clear them (DELETE /admin/faults) or ask for fewer.`,
+        { pending: this.queue.length, maxPending: MAX_PENDING_FAULTS },
+      );
+    }
     for (let i = 0; i < n; i += 1) this.queue.push({ ...fault } as Fault);
     return this.pending();
   }

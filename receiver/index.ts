@@ -11,9 +11,12 @@ export {
   type FencedEffectsOptions,
 } from './middleware.js';
 export { FaultController, faultSchema, type Fault, type FaultRequest } from './faults.js';
+export { effectMetrics, type EffectMetrics } from './metrics.js';
 export { ReceiverError, RECEIVER_ERROR_STATUS, type ReceiverErrorCode } from './errors.js';
 export {
   ReceiverClient,
+  type EffectsPage,
+  type JournalPage,
   type ReceiverCallOptions,
   type ReceiverClientOptions,
   type RecordOptions,
@@ -34,6 +37,7 @@ export {
   type ApplyEffect,
   type EffectStore,
   type JournalEntry,
+  type PageQuery,
   type PruneOptions,
   type Recorded,
   type Totals,
@@ -47,11 +51,14 @@ export {
 export { openSqliteEffectStore, type SqliteEffectStoreOptions } from './sqlite-store.js';
 export { openPostgresEffectStore, type PostgresEffectStoreOptions } from './postgres-store.js';
 export { migrateReceiver, receiverMigrationSource, RECEIVER_MIGRATIONS_TABLE } from './migrations/index.js';
+export { migrateDownstream, type DownstreamMigration, type MigrateDownstreamOptions } from './downstream.js';
 export {
   signatureHeader,
   verifySignature,
   SIGNATURE_HEADER,
   FENCING_TOKEN_HEADER,
   SIGNATURE_TOLERANCE_MS,
+  SIGNATURE_VERSION,
   type SignatureCheck,
+  type SignedRequest,
 } from './signature.js';

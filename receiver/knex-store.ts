@@ -3,6 +3,7 @@
 // afterwards, and rows become Effects and JournalEntries here. Dialects differ only in how a write
 // transaction is run (group commit and prepared statements on SQLite, retries on PostgreSQL).
 import type { Knex } from 'knex';
+import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { isPostgresUnavailable } from '../platform/postgres.js';
 import { isBusyError } from '../platform/sqlite.js';
 import { ReceiverError } from './errors.js';
@@ -15,7 +16,7 @@ import {
   type Judgement,
   type Outcome,
 } from './rules.js';
-import type { ApplyEffect, EffectStore, JournalEntry, PruneOptions, Recorded, Totals } from './store.js';
+import type { ApplyEffect, EffectStore, JournalEntry, PageQuery, PruneOptions, Recorded, Totals } from './store.js';
 
 /**
  * What the receiver's SQL runs on: a knex transaction, or (on SQLite's write path) a connection
@@ -111,6 +112,16 @@ const DEFAULT_PRUNE_BATCH = 500;
 
 const JOURNAL_SQL = `INSERT INTO ${JOURNAL} (job_id, qty, token, outcome, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`;
 
+const TOTALS = 'receiver_totals';
+
+/**
+ * Adds an applied effect to the running totals, unless its qty would take the sum past
+ * 2^53 - 1 (bindings: qty, MAX_SAFE_INTEGER - qty): no row back means refused. It is the
+ * transaction's last statement, since on PostgreSQL it holds the one totals row until COMMIT and
+ * so makes applied effects commit one at a time.
+ */
+const ADD_TOTALS_SQL = `UPDATE ${TOTALS} SET effects = effects + 1, qty = qty + ? WHERE id = 1 AND qty <= ? RETURNING qty`;
+
 /**
  * Judges and records one request on `executor`, inside a write transaction: the conditional
  * write, `apply` for an applied effect, then the journal entry. Every outcome is named by
@@ -138,7 +149,24 @@ async function recordIn(
   }
   if (judgement.outcome === 'applied' && apply) await apply(judgement.state.effect);
   const journal = await appendJournal(executor, { ...request, outcome: judgement.outcome, at: now });
+  if (judgement.outcome === 'applied') await addToTotals(executor, request);
   return { judgement, journal };
+}
+
+/**
+ * The applied effect counted in the totals, or a 400 that rolls the whole transaction back (the
+ * effect, `apply`'s writes and the journal entry): a sum past 2^53 - 1 could not be reported exactly.
+ */
+async function addToTotals(executor: Executor, request: EffectRequest): Promise<void> {
+  const added = rowsOf(await executor.raw(ADD_TOTALS_SQL, [request.qty, Number.MAX_SAFE_INTEGER - request.qty]));
+  if (added.length > 0) return;
+  const row = rowsOf(await executor.raw(`SELECT qty FROM ${TOTALS} WHERE id = 1`, []))[0];
+  if (!row) throw new Error(`The receiver's ${TOTALS} table has no row; the database was changed by hand.`);
+  throw new ReceiverError(
+    'invalid_request',
+    `The effect for job "${request.jobId}" was not applied: its qty ${request.qty} would take the sum of applied quantities (${String(row.qty)}) past ${Number.MAX_SAFE_INTEGER}, which could not be reported exactly.`,
+    { jobId: request.jobId, qty: request.qty, totalQty: Number(row.qty) },
+  );
 }
 
 /** Reads the row after a refused write, only to say why: `fenced` or `conflict`. */
@@ -165,10 +193,14 @@ async function appendJournal(executor: Executor, entry: Omit<JournalEntry, 'seq'
 
 /**
  * `503 busy` for a driver error meaning the database stayed locked or unreachable after the
- * retries, with that error as `cause`; undefined for any other error. Both drivers are known
- * here, so a store built without a dialect still answers `busy`.
+ * retries, or is full, read-only or overloaded (the message says which), with that error as
+ * `cause`; undefined for any other error. Both drivers are known here, so a store built
+ * without a dialect still answers `busy`.
  */
 function unavailable(err: unknown): ReceiverError | undefined {
+  const condition = unavailabilityOf(err);
+  if (condition)
+    return new ReceiverError('busy', unavailableMessage(condition, 'receiver'), {}, undefined, { cause: err });
   if (isBusyError(err)) {
     return new ReceiverError(
       'busy',
@@ -220,11 +252,11 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
       return recorded.catch(rethrow);
     },
 
-    async listEffects() {
-      const rows = await knex(EFFECTS)
-        .select(EFFECT_COLUMNS.split(', '))
-        .orderBy([{ column: 'applied_at' }, { column: 'job_id' }])
-        .catch(rethrow);
+    async listEffects(page: PageQuery<string> = {}) {
+      const query = knex(EFFECTS).select(EFFECT_COLUMNS.split(', ')).orderBy('job_id');
+      if (page.after !== undefined) query.where('job_id', '>', page.after);
+      if (page.limit !== undefined) query.limit(page.limit);
+      const rows = await query.catch(rethrow);
       return (rows as Row[]).map(toEffect);
     },
 
@@ -238,16 +270,17 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
     },
 
     async totals(): Promise<Totals> {
-      const row = (await knex(EFFECTS).count({ effects: '*' }).sum({ qty: 'qty' }).first().catch(rethrow)) as
-        { effects: number | string; qty: number | string | null } | undefined;
+      // One row, kept by every applied effect (ADD_TOTALS_SQL) and never past 2^53 - 1.
+      const row = (await knex(TOTALS).select('effects', 'qty').where({ id: 1 }).first().catch(rethrow)) as
+        { effects: number | string; qty: number | string } | undefined;
       return { effects: Number(row?.effects ?? 0), qty: Number(row?.qty ?? 0) };
     },
 
-    async journal() {
-      const rows = await knex(JOURNAL)
-        .select('seq', 'job_id', 'qty', 'token', 'outcome', 'at')
-        .orderBy('seq')
-        .catch(rethrow);
+    async journal(page: PageQuery<number> = {}) {
+      const query = knex(JOURNAL).select('seq', 'job_id', 'qty', 'token', 'outcome', 'at').orderBy('seq');
+      if (page.after !== undefined) query.where('seq', '>', page.after);
+      if (page.limit !== undefined) query.limit(page.limit);
+      const rows = await query.catch(rethrow);
       return (rows as Row[]).map(toJournalEntry);
     },
 
@@ -273,6 +306,7 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
       await write(async (executor) => {
         await executor.raw(`DELETE FROM ${JOURNAL}`, []);
         await executor.raw(`DELETE FROM ${EFFECTS}`, []);
+        await executor.raw(`UPDATE ${TOTALS} SET effects = 0, qty = 0 WHERE id = 1`, []);
       }).catch(rethrow);
     },
 

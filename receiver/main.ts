@@ -2,16 +2,20 @@
 // cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
 import { Option, type Command } from 'commander';
 import {
+  checkOptions,
   dbOption,
   failStart,
+  headersTimeoutOption,
   journalOption,
   leaseholdCommand,
   logLevelOption,
+  maxConnectionsOption,
   parseDuration,
   portOption,
+  requestTimeoutOption,
 } from '../platform/flags.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
-import { onShutdown } from '../platform/listen.js';
+import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
 import { startReceiver, type ReceiverHandle } from './service.js';
 
@@ -26,8 +30,18 @@ interface ReceiverFlags {
   testMode: boolean;
   journal: SqliteJournal;
   retainJournal?: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxConnections: number;
   logLevel: string;
 }
+
+/** The library's option names, as the flags that set them. */
+const FLAG_NAMES: Record<string, string> = {
+  headersTimeoutMs: '--headers-timeout-ms',
+  requestTimeoutMs: '--request-timeout-ms',
+  maxConnections: '--max-connections',
+};
 
 export function receiverCommand(): Command {
   return leaseholdCommand('receiver')
@@ -59,6 +73,9 @@ export function receiverCommand(): Command {
           'effects and highest tokens are always kept (default: keep the whole journal)',
       ).argParser(parseDuration),
     )
+    .addOption(headersTimeoutOption())
+    .addOption(requestTimeoutOption())
+    .addOption(maxConnectionsOption())
     .addOption(logLevelOption())
     .addHelpText(
       'after',
@@ -68,6 +85,7 @@ export function receiverCommand(): Command {
     .action(async (flags: ReceiverFlags, command: Command) => {
       if (flags.secret === '')
         command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
+      checkOptions(command, FLAG_NAMES, () => resolveListenOptions(flags));
       await runReceiver(flags);
     });
 }
@@ -84,6 +102,7 @@ async function runReceiver(flags: ReceiverFlags): Promise<void> {
       testMode: flags.testMode,
       journal: flags.journal,
       retainJournalMs: flags.retainJournal,
+      ...serverLimitsOf(flags),
       logger,
     });
   } catch (err) {

@@ -3,8 +3,18 @@
 import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
-import { BODY_LIMIT_BYTES, edgeFailureOf, errorRenderer, parseWith } from '../platform/http-edge.js';
+import {
+  BODY_LIMIT_BYTES,
+  edgeFailureOf,
+  errorRenderer,
+  jsonDeeperThan,
+  MAX_JSON_DEPTH,
+  parseWith,
+  rawJsonBody,
+} from '../platform/http-edge.js';
+import { idSchema } from '../platform/ids.js';
 import { ReceiverError } from './errors.js';
+import type { EffectMetrics } from './metrics.js';
 import { systemClock, type Clock, type EffectRequest } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
 import { recordEffect, type ApplyEffect, type EffectStore, type Recorded } from './store.js';
@@ -30,6 +40,8 @@ export interface FencedEffectsOptions<Tx> {
    */
   apply?: ApplyEffect<Tx>;
   logger?: Logger;
+  /** Told of each outcome and each refused signature (the receiver's /metrics; `effectMetrics`). */
+  metrics?: EffectMetrics;
 }
 
 const MAX_TOKEN_TEXT = 40;
@@ -71,12 +83,9 @@ export function parseFencingToken(value: string | undefined): number {
 
 const QTY_MESSAGE = `qty must be a positive safe integer (1 to ${Number.MAX_SAFE_INTEGER})`;
 // Strict, like every body in leasehold: a misspelt field is refused, never silently dropped.
-const effectBodySchema = z.strictObject(
+export const effectBodySchema = z.strictObject(
   {
-    jobId: z
-      .string({ error: 'jobId is required and must be a string' })
-      .min(1, { error: 'jobId must not be empty' })
-      .max(256, { error: 'jobId must be at most 256 characters' }),
+    jobId: idSchema('jobId', () => 'jobId is required and must be a string'),
     qty: z.number({ error: QTY_MESSAGE }).int({ error: QTY_MESSAGE }).positive({ error: QTY_MESSAGE }),
   },
   { error: 'the body must be a JSON object {"jobId": string, "qty": integer}' },
@@ -97,6 +106,13 @@ export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: 
     throw new ReceiverError(
       'invalid_request',
       `The request body is not valid JSON (${(err as Error).message}); send a JSON object.`,
+    );
+  }
+  if (jsonDeeperThan(json, MAX_JSON_DEPTH)) {
+    throw new ReceiverError(
+      'invalid_request',
+      `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; send {"jobId": string, "qty": integer}.`,
+      { maxDepth: MAX_JSON_DEPTH },
     );
   }
   return parseWith(effectBodySchema, json, 'request body', ReceiverError.fromEdge);
@@ -142,7 +158,8 @@ function rawBodyOf(req: Request): Buffer | undefined {
 
 /**
  * A router for one route (`app.post('/effects', fencedEffects({store}))`): reads the body
- * (1 MiB at most), checks the Fencing-Token header, the signature when a secret is set, and the
+ * (declared JSON, 1 MiB at most), checks the Fencing-Token header, the signature (over the
+ * method, the path as sent, the token and the body) when a secret is set, and the
  * body, then judges and records the request in one store transaction and answers
  * `201 applied`, `200 duplicate` (+ `Idempotent-Replayed: true`), `409 fenced` or
  * `422 conflict`. Errors are rendered in the contract's shape by the receiver's error handler.
@@ -183,12 +200,18 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
     const raw = rawBodyOf(req);
     const token = parseFencingToken(req.get(FENCING_TOKEN_HEADER));
     if (secret !== undefined) {
-      const check = verifySignature(secret, req.get(SIGNATURE_HEADER), token, raw ?? Buffer.alloc(0), clock.now());
-      if (!check.ok) throw new ReceiverError('invalid_signature', check.reason);
+      // The method and the target as the caller sent them (originalUrl: before any mount point was stripped).
+      const signed = { method: req.method, path: req.originalUrl, token, body: raw ?? Buffer.alloc(0) };
+      const check = verifySignature(secret, req.get(SIGNATURE_HEADER), signed, clock.now());
+      if (!check.ok) {
+        options.metrics?.signatureRefused();
+        throw new ReceiverError('invalid_signature', check.reason);
+      }
     }
     const request: EffectRequest = { ...parseEffectBody(raw), token };
     const { judgement, journal } = await record(request);
     const { effect, highestToken } = judgement.state;
+    options.metrics?.judged(judgement.outcome);
     logger.info({ ...request, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
     switch (judgement.outcome) {
       case 'applied':
@@ -213,7 +236,7 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   };
 
   const router = express.Router();
-  router.use(express.raw({ type: () => true, limit: BODY_LIMIT }));
+  router.use(rawJsonBody());
   router.use(handle);
   router.use(receiverErrors(logger));
   return router;

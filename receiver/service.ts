@@ -7,12 +7,12 @@ import { openSqliteEffectStore } from './sqlite-store.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { openPostgresEffectStore } from './postgres-store.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
-import { listen, type Listening } from '../platform/listen.js';
+import { listen, resolveListenOptions, serverLimitsOf, type Listening, type ServerLimits } from '../platform/listen.js';
 import { systemClock, type Clock, type Effect } from './rules.js';
-import type { JournalEntry, Totals } from './store.js';
+import type { EffectStore, JournalEntry, Totals } from './store.js';
 import { retainJournal } from './retention.js';
 
-export interface StartReceiverOptions {
+export interface StartReceiverOptions extends ServerLimits {
   /** Default 0: a free port. */
   port?: number;
   /** Default 127.0.0.1. */
@@ -24,7 +24,12 @@ export interface StartReceiverOptions {
   db?: string;
   /** Requires a valid Leasehold-Signature on POST /effects. */
   secret?: string;
-  /** Default true: fault injection and the /admin routes. The CLI passes false unless --test-mode. */
+  /**
+   * Fault injection and the /admin routes, among them `POST /admin/reset`, which erases every
+   * effect and highest token: never for a receiver whose effects matter. Default: on for a stub on
+   * `:memory:` (the default db), off for any file or PostgreSQL database. The CLI passes false
+   * unless --test-mode.
+   */
   testMode?: boolean;
   clock?: Clock;
   /** Default: silent. */
@@ -42,11 +47,19 @@ export interface ReceiverHandle {
   /** `http://<host>:<port>`, without a trailing slash. */
   url: string;
   port: number;
+  /** Every applied effect, read from the store (not over HTTP). */
   effects(): Promise<Effect[]>;
+  /** The effect applied for `jobId`, or undefined. */
   effect(jobId: string): Promise<Effect | undefined>;
   totals(): Promise<Totals>;
+  /** Every judged request, outcome included, in the order it was judged. */
   journal(): Promise<JournalEntry[]>;
-  /** Forgets effects, journal and queued faults. */
+  /**
+   * The effect for `jobId` once it is applied: for code under test that sends in the background.
+   * Rejects after `timeoutMs` (default 5000) with an Error naming the job and the effects there are.
+   */
+  waitForEffect(jobId: string, options?: { timeoutMs?: number }): Promise<Effect>;
+  /** Forgets effects, journal and queued faults: call it between test cases. */
   reset(): Promise<void>;
   /** Queue faults for the next POST /effects requests (test mode only; throws otherwise). */
   faults: FaultController;
@@ -67,6 +80,7 @@ interface ResolvedOptions {
   logger: Logger;
   journal: SqliteJournal;
   retainJournalMs: number | undefined;
+  limits: ServerLimits;
 }
 
 /** Defaults and checks in one place; everything below takes only the resolved shape. */
@@ -84,6 +98,8 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
       `db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`,
     );
   }
+  // Checked here, before any store is opened; listen() fills in the defaults.
+  resolveListenOptions(options);
   const retainJournalMs = options.retainJournalMs;
   if (retainJournalMs !== undefined && (!Number.isSafeInteger(retainJournalMs) || retainJournalMs < 1)) {
     throw new RangeError(
@@ -95,11 +111,14 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
     host: options.host ?? '127.0.0.1',
     db,
     secret: options.secret,
-    testMode: options.testMode ?? true,
+    // A stub in memory loses everything on close anyway; a database that outlives the process
+    // must not be erasable by an unauthenticated POST /admin/reset unless asked for.
+    testMode: options.testMode ?? db === ':memory:',
     clock: options.clock ?? systemClock,
     logger: options.logger ?? pino({ level: 'silent' }),
     journal: options.journal ?? 'delete',
     retainJournalMs,
+    limits: serverLimitsOf(options),
   };
 }
 
@@ -119,7 +138,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
   });
   let listening: Listening;
   try {
-    listening = await listen(app, resolved.host, resolved.port);
+    listening = await listen(app, resolved.host, resolved.port, resolved.limits);
   } catch (err) {
     await store.close();
     throw err;
@@ -149,6 +168,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     effect: (jobId) => store.getEffect(jobId),
     totals: () => store.totals(),
     journal: () => store.journal(),
+    waitForEffect: (jobId, waitOptions) => waitForEffect(store, jobId, waitOptions?.timeoutMs ?? 5_000),
     reset: async () => {
       faults.clear();
       await store.reset();
@@ -156,4 +176,26 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     faults,
     close: (closeOptions) => (closing ??= close(closeOptions?.graceMs ?? 2_000)),
   };
+}
+
+/** How often waitForEffect looks: short enough for a test, and a read of one row each time. */
+const EFFECT_POLL_MS = 10;
+
+async function waitForEffect(store: EffectStore<unknown>, jobId: string, timeoutMs: number): Promise<Effect> {
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
+    throw new RangeError(`timeoutMs must be a whole number of milliseconds, not ${String(timeoutMs)}.`);
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const effect = await store.getEffect(jobId);
+    if (effect) return effect;
+    if (Date.now() >= deadline) {
+      const there = (await store.listEffects()).map((e) => e.jobId);
+      const shown = there.length <= 10 ? there.join(', ') : `${there.slice(0, 10).join(', ')}, ...`;
+      throw new Error(
+        `No effect for job "${jobId}" arrived within ${timeoutMs} ms; the receiver has ${there.length} effect${there.length === 1 ? '' : 's'}${there.length > 0 ? ` (${shown})` : ''}.`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, EFFECT_POLL_MS));
+  }
 }

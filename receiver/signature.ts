@@ -11,27 +11,47 @@ export const SIGNATURE_TOLERANCE_MS = 300_000;
 
 export type SignatureCheck = { ok: true } | { ok: false; reason: string };
 
-function mac(secret: string, t: number, token: number, rawBody: string | Buffer): Buffer {
-  // "<t>.<token>.<raw body>" — the raw bytes, so re-serialising JSON can never change the MAC.
-  return createHmac('sha256', secret).update(`${t}.${token}.`).update(rawBody).digest();
+/**
+ * What a signature covers: the request line's method and target (path and query, as sent, e.g.
+ * `POST /effects`), the fencing token, and the body's bytes as the sender serialised them (after
+ * any Content-Encoding is undone). The method and path bind a signature to the route it was made
+ * for: a request signed for one route cannot be replayed to another that shares the secret.
+ */
+export interface SignedRequest {
+  method: string;
+  /** The request target: path and query exactly as sent (`/effects`, `/prefix/effects?x=1`). */
+  path: string;
+  token: number;
+  body: string | Buffer;
 }
 
-/** The header value for one request: `t=<now>,v1=<hex HMAC-SHA256 of "<t>.<token>.<raw body>">`. */
-export function signatureHeader(secret: string, token: number, rawBody: string | Buffer, now: number): string {
-  return `t=${now},v1=${mac(secret, now, token, rawBody).toString('hex')}`;
+/** The version tag of the signing scheme; `v1` (no method and path) is refused. */
+export const SIGNATURE_VERSION = 'v2';
+
+function mac(secret: string, t: number, request: SignedRequest): Buffer {
+  // "<t>.<token>.<METHOD> <path>.<body>" — the body's own bytes, so re-serialising JSON can never change the MAC.
+  return createHmac('sha256', secret)
+    .update(`${t}.${request.token}.${request.method.toUpperCase()} ${request.path}.`)
+    .update(request.body)
+    .digest();
+}
+
+/** The header value for one request: `t=<now>,v2=<hex HMAC-SHA256 of "<t>.<token>.<METHOD> <path>.<body>">`. */
+export function signatureHeader(secret: string, request: SignedRequest, now: number): string {
+  return `t=${now},${SIGNATURE_VERSION}=${mac(secret, now, request).toString('hex')}`;
 }
 
 /**
  * Checks a header against the request it came with. `reason` is a sentence saying which check
  * failed (missing, malformed, too old, too far in the future, or not matching), for the 401.
- * Several `v1=` entries are allowed, so a sender can sign with an old and a new secret while
- * the secret is being rotated.
+ * Several `v2=` entries are allowed, so a sender can sign with an old and a new secret while
+ * the secret is being rotated. `v1=` entries, which do not cover the method and path, are
+ * ignored: a header with only those is refused, saying so.
  */
 export function verifySignature(
   secret: string,
   header: string | undefined,
-  token: number,
-  rawBody: Buffer | string,
+  request: SignedRequest,
   now: number,
   toleranceMs = SIGNATURE_TOLERANCE_MS,
 ): SignatureCheck {
@@ -39,18 +59,27 @@ export function verifySignature(
     return { ok: false, reason: 'The request has no Leasehold-Signature header; sign it with the shared secret.' };
   }
   let t: number | undefined;
+  let v1 = false;
   const candidates: string[] = [];
   for (const part of header.split(',')) {
     const eq = part.indexOf('=');
     const key = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
     if (eq > 0 && key === 't' && /^\d{1,16}$/.test(value)) t = Number(value);
-    else if (eq > 0 && key === 'v1' && /^[0-9a-f]{64}$/i.test(value)) candidates.push(value.toLowerCase());
+    else if (eq > 0 && key === SIGNATURE_VERSION && /^[0-9a-f]{64}$/i.test(value)) candidates.push(value.toLowerCase());
+    else if (key === 'v1') v1 = true;
+  }
+  if (candidates.length === 0 && v1) {
+    return {
+      ok: false,
+      reason:
+        'The Leasehold-Signature header has only v1 signatures, which do not cover the method and path and are no longer accepted; sign with v2: HMAC-SHA256 of "<t>.<token>.<METHOD> <path>.<body>".',
+    };
   }
   if (t === undefined || !Number.isSafeInteger(t) || candidates.length === 0) {
     return {
       ok: false,
-      reason: 'The Leasehold-Signature header is malformed; expected "t=<epoch ms>,v1=<64 hex digits>".',
+      reason: 'The Leasehold-Signature header is malformed; expected "t=<epoch ms>,v2=<64 hex digits>".',
     };
   }
   if (now - t > toleranceMs) {
@@ -65,7 +94,7 @@ export function verifySignature(
       reason: `The signature is dated in the future: signed at ${t}, ${t - now} ms after the receiver's clock (limit ${toleranceMs} ms); check the sender's clock.`,
     };
   }
-  const expected = mac(secret, t, token, rawBody);
+  const expected = mac(secret, t, request);
   // Compare every candidate so the time taken does not depend on which one matched.
   let matched = false;
   for (const candidate of candidates) {
@@ -75,7 +104,7 @@ export function verifySignature(
     return {
       ok: false,
       reason:
-        'The signature does not match this request: the body or Fencing-Token was altered, or it was signed with a different secret.',
+        'The signature does not match this request: the body, Fencing-Token, method or path was altered (or differs from what was signed), or it was signed with a different secret.',
     };
   }
   return { ok: true };

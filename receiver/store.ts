@@ -33,6 +33,12 @@ export interface PruneOptions {
   signal?: AbortSignal;
 }
 
+/** One page of a listing: up to `limit` items after the cursor `after` (both optional). */
+export interface PageQuery<Cursor> {
+  after?: Cursor;
+  limit?: number;
+}
+
 export interface Recorded {
   judgement: Judgement;
   journal: JournalEntry;
@@ -52,10 +58,13 @@ export interface EffectStore<Tx = unknown> {
    * after a transient failure, `apply` included.
    */
   record(request: EffectRequest, clock: Clock, apply?: ApplyEffect<Tx>): Promise<Recorded>;
-  listEffects(): Promise<Effect[]>;
+  /** Effects by jobId: all of them, or one page (`limit` of them after the jobId `after`). */
+  listEffects(page?: PageQuery<string>): Promise<Effect[]>;
   getEffect(jobId: string): Promise<Effect | undefined>;
+  /** The applied effects and the sum of their quantities, always a safe integer (an effect that would break it is refused). */
   totals(): Promise<Totals>;
-  journal(): Promise<JournalEntry[]>;
+  /** Entries by seq: all of them, or one page (`limit` of them after the seq `after`). */
+  journal(page?: PageQuery<number>): Promise<JournalEntry[]>;
   /**
    * Deletes journal entries judged before `olderThan` (epoch ms), a batch per short write
    * transaction, and resolves to how many it deleted. Effects, and with them each job's highest

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { checkOptions, integerAtLeast, leaseholdCommand, logLevelOption } from '../platform/flags.js';
+import { apiKeyOption, checkOptions, integerAtLeast, leaseholdCommand, logLevelOption } from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
 import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
 import type { ExitingEvent, StalledEvent, WorkerLine } from './events.js';
@@ -27,6 +27,7 @@ interface WorkerFlags {
   stallMs: number;
   stallBeforeSend: number[];
   stallBeforeFinish: number[];
+  apiKey?: string;
   logLevel: string;
 }
 
@@ -108,6 +109,11 @@ export function workerCommand(): Command {
     .addOption(
       new Option('--stall-ms <ms>', 'length of each injected pause').argParser(integerAtLeast(1)).default(1_000),
     )
+    .addOption(
+      apiKeyOption(
+        "the queue's and the gateway's API key, sent as Authorization: Bearer <key> (prefer LEASEHOLD_API_KEY: command lines are visible to other users)",
+      ),
+    )
     .addOption(logLevelOption('level of the JSON logs written to stderr (the events go to stdout)'))
     .addHelpText(
       'after',
@@ -140,6 +146,7 @@ export function workerCommand(): Command {
         resolveWorkerOptions({
           queueUrl: flags.queue,
           gatewayUrl: flags.gateway,
+          apiKey: flags.apiKey,
           name: flags.name,
           leaseMs: flags.leaseMs,
           concurrency: flags.concurrency,
@@ -156,6 +163,7 @@ export function workerCommand(): Command {
 const FLAG_NAMES: Record<string, string> = {
   queueUrl: '--queue',
   gatewayUrl: '--gateway',
+  apiKey: '--api-key',
   name: '--name',
   leaseMs: '--lease-ms',
   concurrency: '--concurrency',
@@ -220,6 +228,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
     await runWorker({
       queueUrl: flags.queue,
       gatewayUrl: flags.gateway,
+      apiKey: flags.apiKey,
       name: flags.name,
       leaseMs: flags.leaseMs,
       concurrency: flags.concurrency,

@@ -2,6 +2,8 @@
 // everything inside the worker takes only the resolved shape.
 import { systemClock, type Clock } from '../platform/clock.js';
 import { httpUrl } from '../platform/url.js';
+import { checkApiKey } from '../platform/exchange.js';
+import { idProblem } from '../platform/ids.js';
 import type { WorkerEvent } from './events.js';
 import { heartbeatIntervalMs } from './rules.js';
 import type { EffectSender, QueueApi, WorkerHooks } from './types.js';
@@ -26,6 +28,8 @@ export interface WorkerOptions {
   queueUrl: string;
   /** The gateway's base URL: every effect goes through it. */
   gatewayUrl: string;
+  /** The queue's and the gateway's API key (their `--api-key`), presented on every call to either. */
+  apiKey?: string | undefined;
   /** The owner name this worker claims as. */
   name: string;
   /** How long each claim asks for (default 30000, at least 300). Renewals extend by as much. */
@@ -70,6 +74,7 @@ export interface WorkerOptions {
 export interface ResolvedWorkerOptions {
   queueUrl: URL;
   gatewayUrl: URL;
+  apiKey: string | undefined;
   name: string;
   leaseMs: number;
   concurrency: number;
@@ -91,9 +96,9 @@ export interface ResolvedWorkerOptions {
 
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
   const name = options.name;
-  if (typeof name !== 'string' || name.length === 0 || name.length > 256) {
-    throw new RangeError(`name must be a non-empty string of at most 256 characters, not ${JSON.stringify(name)}.`);
-  }
+  // The queue's rule for an owner, so a name it would refuse stops the worker at start, not at its first claim.
+  const nameProblem = typeof name === 'string' ? idProblem(name, 'name') : 'name must be a string';
+  if (nameProblem !== undefined) throw new RangeError(`${nameProblem}, not ${JSON.stringify(name)}.`);
   const leaseMs = intIn('leaseMs', options.leaseMs ?? WORKER_DEFAULTS.leaseMs, MIN_LEASE_MS, MAX_LEASE_MS);
   const heartbeatMs = heartbeatIntervalMs(leaseMs);
   const outputRoot = options.outputRoot;
@@ -103,6 +108,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     gatewayUrl: httpUrl('gatewayUrl', options.gatewayUrl),
+    apiKey: options.apiKey === undefined ? undefined : checkApiKey(options.apiKey),
     name,
     leaseMs,
     concurrency: intIn('concurrency', options.concurrency ?? WORKER_DEFAULTS.concurrency, 1, MAX_CONCURRENCY),

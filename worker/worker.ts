@@ -28,11 +28,14 @@ export class Worker {
     // server's keep-alive timeout might have ended: see connections.ts.
     this.agent = new FreshAgent({ maxSockets: Math.max(16, this.options.concurrency * 2 + 2) });
     const queueUrl = this.options.queueUrl.href;
-    this.queue = this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent });
+    const { apiKey } = this.options;
+    this.queue = this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent, apiKey });
     // A renewal that hangs is given up after one interval, so the next attempt starts in time.
     this.renewals =
-      this.options.queue ?? new QueueClient(queueUrl, { agent: this.agent, timeoutMs: this.options.heartbeatMs });
-    this.gateway = this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent });
+      this.options.queue ??
+      new QueueClient(queueUrl, { agent: this.agent, timeoutMs: this.options.heartbeatMs, apiKey });
+    this.gateway =
+      this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent, apiKey });
   }
 
   /** Claims the next job, or returns null when nothing is claimable (no waiting). */

@@ -4,6 +4,8 @@ import type { Knex } from 'knex';
 import { createEffectsAndJournal } from './001_create_effects_and_journal.js';
 import { addPreviousHighestToken } from './002_add_previous_highest_token.js';
 import { indexJournalAt } from './003_index_journal_at.js';
+import { widenJobId } from './004_job_id_256.js';
+import { runningTotals } from './005_running_totals.js';
 
 export interface ReceiverMigration {
   name: string;
@@ -11,7 +13,13 @@ export interface ReceiverMigration {
   down(knex: Knex): Promise<void>;
 }
 
-const migrations: readonly ReceiverMigration[] = [createEffectsAndJournal, addPreviousHighestToken, indexJournalAt];
+const migrations: readonly ReceiverMigration[] = [
+  createEffectsAndJournal,
+  addPreviousHighestToken,
+  indexJournalAt,
+  widenJobId,
+  runningTotals,
+];
 
 /** Its own bookkeeping table, so the receiver can share a database with the queue. */
 export const RECEIVER_MIGRATIONS_TABLE = 'receiver_migrations';

@@ -270,7 +270,10 @@ describe('gateway: signatures', () => {
     const signed = await request(receiver.url)
       .post('/effects')
       .set('Fencing-Token', '1')
-      .set('Leasehold-Signature', signatureHeader('s3cret', 1, raw, Date.now()))
+      .set(
+        'Leasehold-Signature',
+        signatureHeader('s3cret', { method: 'POST', path: '/effects', token: 1, body: raw }, Date.now()),
+      )
       .set('content-type', 'application/json')
       .send(raw);
     expect(signed.status).toBe(200);

@@ -49,6 +49,8 @@ export async function setup(options: SetupOptions = {}): Promise<Setup> {
   closeAfterTest(() => queue.close());
   const receiver = await startReceiver({
     db: join(dir, 'receiver.sqlite'),
+    // A file outlives the process, so fault injection is off unless asked for: these tests inject faults.
+    testMode: true,
     ...(options.receiverSecret ? { secret: options.receiverSecret } : {}),
   });
   closeAfterTest(() => receiver.close());

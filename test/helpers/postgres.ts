@@ -1,11 +1,13 @@
-// A PostgreSQL schema of its own for each test, on the local server (LEASEHOLD_TEST_DATABASE_URL,
+// A PostgreSQL schema of its own for each test, on the test server (LEASEHOLD_TEST_DATABASE_URL,
 // default postgres://postgres@127.0.0.1:5432/test): dropped when the test passes, kept (its name
-// printed) when it fails, like tempDir's folders.
+// printed) when it fails, like tempDir's folders. When the server does not answer (asked once, by
+// postgres-probe.ts), a test that asks for a schema is skipped, unless CI=true.
 import { randomBytes } from 'node:crypto';
-import { onTestFinished } from 'vitest';
+import { inject, onTestFinished, TestRunner } from 'vitest';
 import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
+import { DEFAULT_TEST_DATABASE_URL } from './postgres-probe.js';
 
-export const TEST_DATABASE_URL = process.env.LEASEHOLD_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const TEST_DATABASE_URL = process.env.LEASEHOLD_TEST_DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
 
 /** The test database's URL with `?schema=` set to a fresh schema name. */
 export function schemaUrl(schema: string): string {
@@ -19,12 +21,30 @@ export function schemaUrl(schema: string): string {
  * the schema is dropped after the test's afterEach hooks (which close its stores) have run.
  */
 export function testSchema(prefix = 'lh'): { schema: string; url: string } {
+  const probe = inject('postgres');
+  if (probe.unreachable !== null && !probe.required) {
+    TestRunner.getCurrentTest()?.context.skip(`PostgreSQL not reachable (${probe.unreachable})`);
+  }
   const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
   onTestFinished(async ({ task }) => {
-    if (task.result?.state === 'fail') console.error(`kept PostgreSQL schema of failed test "${task.name}": ${schema}`);
-    else await dropSchema(schema);
+    if (task.result?.state !== 'fail') await dropSchema(schema);
+    else if (await schemaExists(schema))
+      console.error(`kept PostgreSQL schema of failed test "${task.name}": ${schema}`);
   });
   return { schema, url: schemaUrl(schema) };
+}
+
+/** False too when the server cannot be asked: then no schema was kept. */
+async function schemaExists(schema: string): Promise<boolean> {
+  const knex = openPostgres({ ...parsePostgresUrl(TEST_DATABASE_URL), poolMax: 1 });
+  try {
+    const found = await knex.raw('SELECT 1 FROM pg_namespace WHERE nspname = ?', [schema]);
+    return (found as { rowCount: number }).rowCount > 0;
+  } catch {
+    return false;
+  } finally {
+    await knex.destroy();
+  }
 }
 
 export async function dropSchema(schema: string): Promise<void> {

@@ -1,17 +1,24 @@
 // The shared HTTP edge on a bare express app with an error class of its own, and the exchange's
 // two helpers for clients: where a request goes, and what an error answer holds.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import express from 'express';
 import request from 'supertest';
 import { describe, expect, test } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { errorInBody, urlUnder } from '../../platform/exchange.js';
+import { ANSWER_TOO_LARGE, errorInBody, exchange, keepAliveAgent, urlUnder } from '../../platform/exchange.js';
 import {
   edgeFailureOf,
   errorRenderer,
   jsonBody,
+  jsonDeeperThan,
+  MAX_JSON_DEPTH,
   parseWith,
   requestLog,
+  requireApiKey,
   unknownRoute,
 } from '../../platform/http-edge.js';
 import { EDGE_ERROR_STATUS, ServiceError, type EdgeFailure } from '../../platform/service-error.js';
@@ -29,14 +36,24 @@ class ToyError extends ServiceError<Code> {
   }
 }
 
-function toyApp() {
+function toyApp(apiKey?: string) {
   const lines: Array<Record<string, unknown>> = [];
   const logger = pino(
     { level: 'debug' },
     { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
   );
   const app = express();
+  app.use(requireApiKey(apiKey, ToyError.fromEdge, 'toy'));
   app.use(jsonBody());
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true });
+  });
+  app.get('/things/:id', (req, res) => {
+    res.json({ id: req.params.id });
+  });
+  app.post('/anything', (req, res) => {
+    res.json({ body: req.body as unknown });
+  });
   app.use(requestLog(logger));
   const body = z.strictObject({ name: z.string({ error: 'name must be a string' }), n: z.int().min(1) });
   app.post('/things', (req, res) => {
@@ -52,7 +69,35 @@ function toyApp() {
   app.use(
     errorRenderer((err) => (err instanceof ToyError ? err : ToyError.fromEdge(edgeFailureOf(err, 'toy'))), logger),
   );
-  return { http: () => request(app), lines };
+  return { app, http: () => request(app), lines };
+}
+
+/**
+ * One request through a real socket, body bytes exactly as given (supertest would re-encode a
+ * binary body); the app listens only for it.
+ */
+async function raw(
+  app: express.Express,
+  init: { method?: string; path: string; headers?: Record<string, string>; body?: Buffer | string },
+): Promise<{ status: number; body: { error?: { code: string; message: string } } & Record<string, unknown> }> {
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const { port } = server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}${init.path}`, {
+      method: init.method ?? 'POST',
+      headers: init.headers ?? {},
+      ...(init.body === undefined ? {} : { body: init.body }),
+    });
+    return { status: res.status, body: (await res.json()) as { error?: { code: string; message: string } } };
+  } finally {
+    server.close();
+  }
+}
+
+/** JSON nested `depth` levels deep: `[[...[1]...]]`. */
+function nested(depth: number): string {
+  return `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 }
 
 describe('the HTTP edge', () => {
@@ -162,6 +207,174 @@ describe('the exchange helpers', () => {
       { error: [1] },
     ]) {
       expect(errorInBody(body), JSON.stringify(body)).toBeUndefined();
+    }
+  });
+});
+
+describe('the HTTP edge against hostile and careless input', () => {
+  test.each([
+    ['text/plain (a cross-site "simple" request)', 'text/plain', '{"name":"a","n":1}'],
+    ['text/plain with a charset', 'text/plain;charset=UTF-8', '{"name":"a","n":1}'],
+    ['a form', 'application/x-www-form-urlencoded', 'name=a&n=1'],
+    ['multipart', 'multipart/form-data; boundary=x', '--x--'],
+    ['a type that merely contains json', 'application/jsonp', '{"name":"a","n":1}'],
+  ])('a body sent as %s is 415, and the route never runs', async (_name, type, body) => {
+    const { http } = toyApp();
+    const res = await http().post('/things').set('content-type', type).send(body);
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 415, code: 'unsupported_media_type' });
+    expect(res.body.error.message).toMatch(/must be JSON, declared as "Content-Type: application\/json"/);
+  });
+
+  test('a body without any Content-Type is 415; an empty form post too', async () => {
+    const { app } = toyApp();
+    // A Buffer, since fetch would declare a string text/plain.
+    const bare = await raw(app, { path: '/things', body: Buffer.from('{"name":"a","n":1}') });
+    expect({ status: bare.status, code: bare.body.error?.code }).toEqual({
+      status: 415,
+      code: 'unsupported_media_type',
+    });
+    expect(bare.body.error?.message).toMatch(/this request has no Content-Type/);
+    const form = await raw(app, {
+      path: '/anything',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(form.status).toBe(415);
+  });
+
+  test('application/json, any +json type and a bodiless POST are read', async () => {
+    const { http } = toyApp();
+    for (const type of ['application/json', 'Application/JSON; charset=utf-8', 'application/merge-patch+json']) {
+      expect((await http().post('/things').set('content-type', type).send('{"name":"a","n":1}')).status, type).toBe(
+        201,
+      );
+    }
+    const bodiless = await http().post('/anything');
+    expect({ status: bodiless.status, body: bodiless.body }).toEqual({ status: 200, body: { body: {} } });
+  });
+
+  test.each([
+    ['gzip that is not gzip', 'gzip', Buffer.from('{"name":"a","n":1}')],
+    ['gzip cut short', 'gzip', gzipSync('{"name":"a","n":1}').subarray(0, 12)],
+    ['deflate that is not deflate', 'deflate', Buffer.from('nope')],
+    ['br that is not br', 'br', Buffer.from('nope nope nope')],
+  ])('%s is 400 invalid_request, never 500', async (_name, encoding, body) => {
+    const { app, lines } = toyApp();
+    const res = await raw(app, {
+      path: '/things',
+      headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+      body,
+    });
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 400, code: 'invalid_request' });
+    expect(res.body.error?.message).toMatch(/could not be decompressed as its Content-Encoding says/);
+    expect(lines.filter((line) => line.msg === 'unexpected error')).toEqual([]);
+  });
+
+  test('a gzip body that is gzip is read', async () => {
+    const { app } = toyApp();
+    const res = await raw(app, {
+      path: '/things',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync('{"name":"a","n":1}'),
+    });
+    expect(res.status).toBe(201);
+  });
+
+  test(`JSON deeper than ${MAX_JSON_DEPTH} levels is 400 before any schema recurses into it; ${MAX_JSON_DEPTH} is fine`, async () => {
+    const { http } = toyApp();
+    const post = (text: string) => http().post('/anything').set('content-type', 'application/json').send(text);
+    expect((await post(nested(MAX_JSON_DEPTH))).status).toBe(200);
+    for (const depth of [MAX_JSON_DEPTH + 1, 5_000, 100_000]) {
+      const res = await post(`{"payload":${nested(depth)}}`);
+      expect({ status: res.status, code: res.body.error?.code }, String(depth)).toEqual({
+        status: 400,
+        code: 'invalid_request',
+      });
+      expect(res.body.error.message).toMatch(/more than 64 levels deep/);
+    }
+  });
+
+  test('jsonDeeperThan walks any depth without recursing', () => {
+    expect(jsonDeeperThan(JSON.parse(nested(3)), 3)).toBe(false);
+    expect(jsonDeeperThan(JSON.parse(nested(4)), 3)).toBe(true);
+    expect(jsonDeeperThan({ a: [{ b: {} }] }, 4)).toBe(false);
+    expect(jsonDeeperThan({ a: [{ b: {} }] }, 3)).toBe(true);
+    expect(jsonDeeperThan('text', 0)).toBe(false);
+    expect(jsonDeeperThan(JSON.parse(nested(1_000_000)), 64)).toBe(true);
+  });
+
+  test.each(['/things/%ZZ', '/things/%E0%A4%A', '/things/%ED%A0%80'])(
+    'a path that is not valid percent-encoding (%s) is 400, never 500',
+    async (path) => {
+      const { http } = toyApp();
+      const res = await http().get(path);
+      expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 400, code: 'invalid_request' });
+      expect(res.body.error.message).toMatch(/not valid percent-encoding/);
+    },
+  );
+});
+
+describe('the API key', () => {
+  const KEY = 'k3y-0123456789abcdef';
+
+  test('every route but /healthz needs "Authorization: Bearer <key>": 401 unauthorized otherwise', async () => {
+    const { http } = toyApp(KEY);
+    expect((await http().get('/healthz')).status).toBe(200);
+    for (const [name, authorization] of [
+      ['none', undefined],
+      ['another key of the same length', `Bearer ${'x'.repeat(KEY.length)}`],
+      ['a prefix of the key', `Bearer ${KEY.slice(0, -1)}`],
+      ['the key and more', `Bearer ${KEY}x`],
+      ['the key without the scheme', KEY],
+      ['another scheme', `Basic ${KEY}`],
+    ] as const) {
+      const req = http().post('/things').send({ name: 'a', n: 1 });
+      if (authorization !== undefined) req.set('authorization', authorization);
+      const res = await req;
+      expect({ status: res.status, code: res.body.error?.code }, name).toEqual({ status: 401, code: 'unauthorized' });
+      expect(res.headers['www-authenticate'], name).toBe('Bearer');
+      expect(res.body.error.message, name).toMatch(/--api-key or LEASEHOLD_API_KEY/);
+    }
+    expect((await http().get('/things/1')).status).toBe(401);
+    expect((await http().get('/nope')).status).toBe(401);
+    const ok = await http().post('/things').set('authorization', `bearer ${KEY}`).send({ name: 'a', n: 1 });
+    expect(ok.status).toBe(201);
+  });
+
+  test('the key is checked before the body is read: a caller without it gets 401, not a parse error', async () => {
+    const { http } = toyApp(KEY);
+    const res = await http().post('/things').set('content-type', 'text/plain').send('{"name":');
+    expect(res.status).toBe(401);
+  });
+
+  test('a key that cannot travel in a header is refused when the service is built', () => {
+    expect(() => requireApiKey('', ToyError.fromEdge, 'toy')).toThrow(/must not be empty/);
+    expect(() => requireApiKey('two words', ToyError.fromEdge, 'toy')).toThrow(/printable ASCII without spaces/);
+  });
+});
+
+describe('the exchange against a peer that answers too much', () => {
+  test('an answer over maxAnswerBytes fails the exchange as ERR_ANSWER_TOO_LARGE, declared or not', async () => {
+    const big = Buffer.alloc(64 * 1024, 'x');
+    const server = createServer((req, res) => {
+      if (req.url === '/declared') res.setHeader('content-length', big.length);
+      res.end(big);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const agent = keepAliveAgent();
+    try {
+      const base = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      for (const path of ['/declared', '/chunked']) {
+        const url = urlUnder(base, [path.slice(1)]);
+        const cut = await exchange({ method: 'GET', url, timeoutMs: 5_000, agent, maxAnswerBytes: 1024 });
+        expect(cut, path).toMatchObject({ kind: 'network', code: ANSWER_TOO_LARGE });
+        const whole = await exchange({ method: 'GET', url, timeoutMs: 5_000, agent, maxAnswerBytes: big.length });
+        expect(whole, path).toMatchObject({ kind: 'response', status: 200, body: big.toString() });
+      }
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+      server.close();
     }
   });
 });

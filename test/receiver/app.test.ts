@@ -92,6 +92,7 @@ describe('receiver HTTP: reads', () => {
         { jobId: 'a', qty: 5, token: 3, appliedAt: 1_000_000 },
         { jobId: 'b/c d', qty: 2, token: 1, appliedAt: 1_000_001 },
       ],
+      next: null,
     });
     const one = await http().get(`/effects/${encodeURIComponent('b/c d')}`);
     expect({ status: one.status, body: one.body }).toEqual({
@@ -106,6 +107,7 @@ describe('receiver HTTP: reads', () => {
         { seq: 2, jobId: 'b/c d', qty: 2, token: 1, outcome: 'applied', at: 1_000_001 },
         { seq: 3, jobId: 'a', qty: 5, token: 2, outcome: 'fenced', at: 1_000_001 },
       ],
+      next: null,
     });
   });
 

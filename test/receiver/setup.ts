@@ -95,16 +95,22 @@ export interface HttpResult {
 
 /**
  * One HTTP request on its own connection (no agent), so a reset of one request's socket is
- * seen as that request's error (`ECONNRESET`), never as a later request's.
+ * seen as that request's error (`ECONNRESET`), never as a later request's. A body is declared
+ * JSON unless `headers` say otherwise.
  */
 export function send(
   url: string,
   options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
 ): Promise<HttpResult> {
+  const declared = Object.keys(options.headers ?? {}).some((name) => name.toLowerCase() === 'content-type');
+  const headers =
+    options.body === undefined || declared
+      ? options.headers
+      : { 'content-type': 'application/json', ...options.headers };
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       new URL(options.path ?? '/', url),
-      { method: options.method ?? 'GET', headers: options.headers, agent: false },
+      { method: options.method ?? 'GET', headers, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -36,12 +36,20 @@ describe('receiver sqlite schema', () => {
     closeAfterTest(() => knex.destroy());
     const tables = (await knex('sqlite_master').where({ type: 'table' }).pluck('name')) as string[];
     expect(tables.filter((t) => t !== 'sqlite_sequence').sort()).toEqual(
-      ['receiver_effects', 'receiver_journal', RECEIVER_MIGRATIONS_TABLE, `${RECEIVER_MIGRATIONS_TABLE}_lock`].sort(),
+      [
+        'receiver_effects',
+        'receiver_journal',
+        'receiver_totals',
+        RECEIVER_MIGRATIONS_TABLE,
+        `${RECEIVER_MIGRATIONS_TABLE}_lock`,
+      ].sort(),
     );
     expect(await knex(RECEIVER_MIGRATIONS_TABLE).pluck('name')).toEqual([
       '001_create_effects_and_journal',
       '002_add_previous_highest_token',
       '003_index_journal_at',
+      '004_job_id_256',
+      '005_running_totals',
     ]);
   });
 });

@@ -116,6 +116,42 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       expect(await store.getEffect('big')).toMatchObject({ qty: max, token: max - 1 });
     });
 
+    test('the totals stay exact: an effect that would take the sum past 2^53 - 1 is refused and records nothing', async () => {
+      const { store, clock, record } = await setup();
+      const max = Number.MAX_SAFE_INTEGER;
+      expect(await record('big', max - 10, 1)).toBe('applied');
+      expect(await record('fits', 10, 1)).toBe('applied');
+      const before = { effects: await store.listEffects(), journal: await store.journal() };
+      const refused = recordEffect(store, { jobId: 'one-too-many', qty: 1, token: 1 }, clock);
+      await expect(refused).rejects.toMatchObject({ code: 'invalid_request', status: 400 });
+      await expect(refused).rejects.toThrow(/past 9007199254740991/);
+      expect(await store.totals()).toEqual({ effects: 2, qty: max });
+      expect({ effects: await store.listEffects(), journal: await store.journal() }).toEqual(before);
+      // A duplicate adds nothing to the sum, so it is still answered.
+      expect(await record('fits', 10, 2)).toBe('duplicate');
+    });
+
+    test('a job id of 256 characters, the API limit, is stored and read back whole', async () => {
+      const { store, record } = await setup();
+      const id = `j${'x'.repeat(254)}é`;
+      expect(id.length).toBe(256);
+      expect(await record(id, 3, 1)).toBe('applied');
+      expect(await record(id, 3, 1)).toBe('duplicate');
+      expect(await store.getEffect(id)).toMatchObject({ jobId: id, qty: 3 });
+      expect((await store.journal()).map((entry) => entry.jobId)).toEqual([id, id]);
+    });
+
+    test('listings a page at a time: effects by jobId after a cursor, the journal by seq after a cursor', async () => {
+      const { store, record } = await setup();
+      for (const jobId of ['c', 'a', 'd', 'b']) await record(jobId, 1, 1);
+      expect((await store.listEffects({ limit: 2 })).map((e) => e.jobId)).toEqual(['a', 'b']);
+      expect((await store.listEffects({ after: 'b', limit: 2 })).map((e) => e.jobId)).toEqual(['c', 'd']);
+      expect(await store.listEffects({ after: 'd', limit: 2 })).toEqual([]);
+      const journal = await store.journal();
+      expect(await store.journal({ limit: 3 })).toEqual(journal.slice(0, 3));
+      expect(await store.journal({ after: journal[2]!.seq, limit: 3 })).toEqual(journal.slice(3));
+    });
+
     test('apply runs once, inside the transaction; when it throws nothing is recorded', async () => {
       const { store, clock } = await setup();
       const applied: string[] = [];
@@ -140,7 +176,7 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
 
     // The recording is one conditional write plus the journal entry; only a refused write adds
     // a read, to explain it. A lone request runs in a transaction of its own.
-    test('statements per request: four when applied or duplicate, five when fenced or conflict', async () => {
+    test('statements per request: five when applied (the totals), four when duplicate, five when fenced or conflict', async () => {
       const { store, clock, onStatement } = await setup();
       const sent: string[] = [];
       onStatement((sql) => sent.push(sql));
@@ -161,12 +197,12 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
         costs.map(({ outcome, statements }) => ({ outcome, statements })),
         JSON.stringify(costs, null, 1),
       ).toEqual([
-        { outcome: 'applied', statements: 4 },
+        { outcome: 'applied', statements: 5 },
         { outcome: 'duplicate', statements: 4 },
         { outcome: 'duplicate', statements: 4 },
         { outcome: 'fenced', statements: 5 },
         { outcome: 'conflict', statements: 5 },
-        { outcome: 'applied', statements: 4 },
+        { outcome: 'applied', statements: 5 },
       ]);
     });
 

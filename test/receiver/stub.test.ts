@@ -52,7 +52,7 @@ describe('startReceiver as a stub downstream', () => {
     expect(await receiver.totals()).toEqual({ effects: 1, qty: 4 });
     expect((await receiver.journal()).map((e) => e.outcome)).toEqual(['applied', 'fenced']);
     const overHttp = (await (await fetch(`${receiver.url}/effects`)).json()) as unknown;
-    expect(overHttp).toEqual({ effects: await receiver.effects() });
+    expect(overHttp).toEqual({ effects: await receiver.effects(), next: null });
   });
 
   test('reset from code forgets effects, journal and queued faults', async () => {
@@ -189,7 +189,15 @@ describe('startReceiver as a stub downstream', () => {
     const signed = await send(receiver.url, {
       method: 'POST',
       path: '/effects',
-      headers: { 'fencing-token': '1', 'leasehold-signature': signatureHeader('s3cret', 1, body, Date.now()) },
+      headers: {
+        'fencing-token': '1',
+        'content-type': 'application/json',
+        'leasehold-signature': signatureHeader(
+          's3cret',
+          { method: 'POST', path: '/effects', token: 1, body },
+          Date.now(),
+        ),
+      },
       body,
     });
     expect(signed.status).toBe(201);

@@ -2,6 +2,7 @@
 // claiming from both queues and sending effects to both receivers — some of them stalling past
 // their lease. Every job is leased to one worker at a time, and every effect is recorded once.
 import { afterEach, expect, onTestFinished, test } from 'vitest';
+import { audit, formatAudit } from '../../audit/index.js';
 import { QueueClient, QueueError, type Lease } from '../../queue/index.js';
 import { testSchema } from '../helpers/postgres.js';
 import { startProcess, type Running } from '../helpers/processes.js';
@@ -200,4 +201,8 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
   expect(effects.filter((e) => qtyOf.get(e.jobId) !== e.qty)).toEqual([]);
   for (const queue of queues) expect(await queue.stats()).toEqual({ pending: 0, leased: 0, done: JOBS, dead: 0 });
   expect(elapsedMs, 'time the workers took').toBeLessThan(20_000);
+  // The end-to-end audit agrees, whichever queue and receiver it asks: both share one database.
+  const report = await audit({ queue: started[1]!.url, receiver: receivers[0]! });
+  expect(report.violations, formatAudit(report).join('\n')).toEqual([]);
+  expect(report.counts).toMatchObject({ jobs: JOBS, done: JOBS, effects: JOBS });
 });

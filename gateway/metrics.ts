@@ -1,0 +1,45 @@
+// The gateway's own metrics: sends by outcome, the retries they took, and the lease checks
+// behind them — how many checks, and how many queue requests carried them (they coalesce).
+import { Counter, type Registry } from 'prom-client';
+import { countedElsewhere } from '../platform/metrics.js';
+
+export interface SendMetrics {
+  /**
+   * One send ended: `applied` or `duplicate`, the refusal's error code, or `abandoned` when the
+   * caller hung up; `attempts` forwarding attempts were made (retries are the ones after the first).
+   */
+  sent(outcome: string, attempts: number): void;
+}
+
+/** `checks` reads the lease checker's running counts (CoalescingVerifier.counts). */
+export function gatewayMetrics(registry: Registry, checks: () => { requests: number; checks: number }): SendMetrics {
+  const sends = new Counter({
+    name: 'leasehold_gateway_sends_total',
+    help: 'Sends by outcome: applied, duplicate, or the error code they were refused with (stale_lease, fenced, upstream_unavailable...), or abandoned by the caller.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'leasehold_gateway_retries_total',
+    help: 'Forwarding attempts after the first, each made after the lease verified again.',
+    registers: [registry],
+  });
+  countedElsewhere(
+    registry,
+    'leasehold_gateway_lease_checks_total',
+    'Lease checks made with the queue: one before the first attempt of each send, one before each retry.',
+    () => checks().checks,
+  );
+  countedElsewhere(
+    registry,
+    'leasehold_gateway_lease_check_requests_total',
+    'Queue requests that carried those checks: overlapping sends share one POST /verifications.',
+    () => checks().requests,
+  );
+  return {
+    sent(outcome, attempts) {
+      sends.inc({ outcome });
+      if (attempts > 1) retries.inc(attempts - 1);
+    },
+  };
+}

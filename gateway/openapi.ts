@@ -1,0 +1,53 @@
+// The gateway's OpenAPI document: `POST /send` with the schema its handler parses
+// (schemas.ts), its answers and error codes, beside the routes every service has. A route
+// added to the app and not here fails test/gateway/app-openapi.test.ts.
+import { z } from 'zod';
+import { openApiDocument, serviceRoutes, type OpenApiDocument, type OperationDoc } from '../platform/openapi.js';
+import { packageVersion } from '../platform/package-version.js';
+import { GATEWAY_ERROR_STATUS } from './errors.js';
+import { sendBody } from './schemas.js';
+
+const Effect = z.object({ jobId: z.string(), qty: z.int(), token: z.int(), appliedAt: z.int() });
+
+export const GATEWAY_OPERATIONS: readonly OperationDoc[] = [
+  {
+    method: 'post',
+    path: '/send',
+    summary:
+      "Forward a job's effect under the caller's lease: verified with the queue, stamped with the verified token, retried on downstream failures.",
+    body: sendBody,
+    responses: {
+      200: {
+        description: 'the receiver applied the effect, or recognised a duplicate (nothing added)',
+        schema: z.object({ outcome: z.enum(['applied', 'duplicate']), effect: Effect }),
+        headers: {
+          'Leasehold-Attempts': 'how many attempts the forwarding took',
+          'Idempotent-Replayed': '`true` on a duplicate',
+        },
+      },
+    },
+    errors: [
+      'stale_lease',
+      'unknown_job',
+      'fenced',
+      'conflict',
+      'qty_mismatch',
+      'upstream_unavailable',
+      'upstream_rejected',
+      'queue_unavailable',
+    ],
+  },
+];
+
+export function gatewayOpenApi(options: { apiKey: boolean }): OpenApiDocument {
+  return openApiDocument({
+    title: 'leasehold gateway',
+    version: packageVersion(),
+    description:
+      "The fencing gateway: a worker's effect is forwarded only while its lease is current, stamped with the verified fencing token (docs/gateway.md).",
+    errorStatus: GATEWAY_ERROR_STATUS,
+    operations: [...serviceRoutes(), ...GATEWAY_OPERATIONS],
+    components: { Effect },
+    bearer: options.apiKey,
+  });
+}

@@ -1,0 +1,94 @@
+// The audit against a real queue and a real receiver in this process: clean after a run, and
+// each violation found with both sides' values; the queue's listing read page by page.
+import { join } from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+import { audit } from '../../audit/index.js';
+import { QueueClient, startQueue } from '../../queue/index.js';
+import { ReceiverClient, startReceiver } from '../../receiver/index.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function setup() {
+  const dir = tempDir('leasehold-audit-');
+  const queue = await startQueue({ db: join(dir, 'queue.sqlite') });
+  closers.push(() => queue.close());
+  const receiver = await startReceiver({ db: join(dir, 'receiver.sqlite') });
+  closers.push(() => receiver.close());
+  const jobs = new QueueClient(queue.url);
+  closers.push(() => jobs.close());
+  const effects = new ReceiverClient(receiver.url);
+  closers.push(() => effects.close());
+  /** Enqueue, claim, send its effect (unless told otherwise), finish. */
+  const run = async (id: string, qty: number, send: { qty?: number; skip?: boolean } = {}) => {
+    await jobs.enqueue({ id, qty });
+    const lease = (await jobs.claim('w1'))!;
+    if (!send.skip) await effects.record({ jobId: id, qty: send.qty ?? qty }, { token: lease.token });
+    await jobs.finish(id, { owner: 'w1', token: lease.token });
+    return lease;
+  };
+  return { queue, receiver, jobs, effects, run };
+}
+
+test('clean after every job took effect once; the listing is read page by page', async () => {
+  const { queue, receiver, run, jobs } = await setup();
+  for (let i = 1; i <= 5; i++) await run(`job-${i}`, i);
+  await jobs.enqueue({ id: 'waiting', qty: 9 });
+  expect((await jobs.list({ limit: 2, after: 'job-2' })).map((j) => j.id)).toEqual(['job-3', 'job-4']);
+
+  const report = await audit({ queue: queue.url, receiver: receiver.url, pageSize: 2 });
+  expect(report.violations).toEqual([]);
+  expect(report.ok).toBe(true);
+  expect(report.counts).toEqual({
+    jobs: 6,
+    done: 5,
+    effects: 5,
+    effectsOfUnfinishedJobs: 0,
+    totals: { effects: 5, qty: 15 },
+  });
+});
+
+test('each violation is found, with the job and both sides', async () => {
+  const { queue, receiver, run, effects, jobs } = await setup();
+  await run('fine', 2);
+  await run('no-effect', 3, { skip: true });
+  await run('other-qty', 3, { qty: 4 });
+  await effects.record({ jobId: 'ghost', qty: 1 }, { token: 1 });
+  await jobs.enqueue({ id: 'ahead', qty: 1 });
+  await effects.record({ jobId: 'ahead', qty: 1 }, { token: 7 });
+
+  const report = await audit({ queue: new QueueClient(queue.url), receiver: receiver.url });
+  expect(report.ok).toBe(false);
+  expect(report.violations.map((v) => [v.rule, v.jobId])).toEqual([
+    ['missing_effect', 'no-effect'],
+    ['qty_differs', 'other-qty'],
+    ['token_ahead', 'ahead'],
+    ['unknown_job', 'ghost'],
+  ]);
+  expect(report.violations.find((v) => v.rule === 'token_ahead')).toMatchObject({
+    queue: { status: 'pending', token: 0 },
+    receiver: { qty: 1, token: 7 },
+  });
+});
+
+test('a job enqueued after the listing was read is not taken for an unknown one', async () => {
+  const { queue, receiver, run, effects, jobs } = await setup();
+  await run('a', 1);
+  const listing = new QueueClient(queue.url);
+  closers.push(() => listing.close());
+  const list = listing.list.bind(listing);
+  // The receiver gets an effect for a job enqueued just after the queue's listing was read.
+  listing.list = async (...args) => {
+    const page = await list(...args);
+    await jobs.enqueue({ id: 'late', qty: 2 });
+    const lease = (await jobs.claim('w2'))!;
+    await effects.record({ jobId: 'late', qty: 2 }, { token: lease.token });
+    return page;
+  };
+  const report = await audit({ queue: listing, receiver: receiver.url });
+  expect(report.violations).toEqual([]);
+  expect(report.counts.effectsOfUnfinishedJobs).toBe(1);
+});

@@ -1,0 +1,127 @@
+// Slow and numerous clients against listen(): headers and whole requests that arrive too slowly
+// are cut, connections past the cap are closed, and an answer that takes long (a long poll) is
+// never cut, since the request timeout covers receiving the request only.
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { listen, LISTEN_DEFAULTS, resolveListenOptions, type Listening } from '../../platform/listen.js';
+import { QueueClient } from '../../queue/client.js';
+import { startQueue } from '../../queue/service.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function serve(limits: Parameters<typeof listen>[3], answerAfterMs = 0): Promise<Listening> {
+  const listening = await listen(
+    (req, res) => {
+      req.resume();
+      req.on('end', () => setTimeout(() => res.end('ok'), answerAfterMs));
+    },
+    '127.0.0.1',
+    0,
+    limits,
+  );
+  closers.push(() => listening.close(0));
+  return listening;
+}
+
+/** A raw connection, and when (ms after `write` began) and how the server ended it. */
+function rawClient(port: number): { socket: Socket; received: () => string; closed: Promise<number> } {
+  const socket = connect(port, '127.0.0.1');
+  closers.push(() => void socket.destroy());
+  const started = Date.now();
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  socket.on('error', () => {});
+  const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
+  return { socket, received: () => text, closed };
+}
+
+describe('listen: slow clients', () => {
+  test('headers that do not arrive within headersTimeoutMs: the connection is cut', async () => {
+    const { port } = await serve({ headersTimeoutMs: 300, requestTimeoutMs: 1_000 });
+    const client = rawClient(port);
+    client.socket.write('POST / HTTP/1.1\r\nHost: x\r\n'); // and never the blank line
+    const afterMs = await client.closed;
+    expect(afterMs).toBeGreaterThanOrEqual(250);
+    expect(afterMs).toBeLessThan(2_000);
+    expect(client.received()).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  test('a body that does not arrive within requestTimeoutMs: the connection is cut', async () => {
+    const { port } = await serve({ headersTimeoutMs: 200, requestTimeoutMs: 600 });
+    const client = rawClient(port);
+    client.socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n');
+    const drip = setInterval(() => client.socket.write('x'), 100);
+    closers.push(() => clearInterval(drip));
+    const afterMs = await client.closed;
+    expect(afterMs).toBeGreaterThanOrEqual(500);
+    expect(afterMs).toBeLessThan(3_000);
+    expect(client.received()).not.toMatch(/ok$/);
+  });
+
+  test('an answer that takes longer than requestTimeoutMs is not cut: the timeout covers receiving only', async () => {
+    const { url } = await serve({ headersTimeoutMs: 200, requestTimeoutMs: 400 }, 1_200);
+    const res = await fetch(url, { method: 'POST', body: 'x' });
+    expect({ status: res.status, text: await res.text() }).toEqual({ status: 200, text: 'ok' });
+  });
+
+  test("a queue's long-polling claim outlasting requestTimeoutMs is answered, not cut", async () => {
+    const queue = await startQueue({
+      db: join(tempDir('leasehold-listen-'), 'queue.sqlite'),
+      headersTimeoutMs: 300,
+      requestTimeoutMs: 500,
+    });
+    closers.push(() => queue.close());
+    const client = new QueueClient(queue.url);
+    closers.push(() => client.close());
+    const started = Date.now();
+    const waited = client.claimMany('w1', { max: 1, waitMs: 1_500 });
+    setTimeout(() => void client.enqueue({ id: 'late', qty: 1 }), 1_200);
+    const leases = await waited;
+    expect(leases.map((lease) => lease.id)).toEqual(['late']);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_100);
+  });
+});
+
+describe('listen: many clients', () => {
+  test('connections past maxConnections are closed as they arrive; those held are served', async () => {
+    const { port } = await serve({ maxConnections: 2 });
+    const held = [rawClient(port), rawClient(port)];
+    await Promise.all(held.map(({ socket }) => new Promise((resolve) => socket.once('connect', resolve))));
+    // Give the server a moment to count both before the third arrives.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const third = rawClient(port);
+    const afterMs = await third.closed;
+    expect(afterMs).toBeLessThan(1_000);
+    expect(third.received()).toBe('');
+    const first = held[0]!;
+    first.socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(first.received()).toMatch(/^HTTP\/1\.1 200/);
+  });
+});
+
+describe('listen: options', () => {
+  test('defaults: headers within 10 s, the request within 30 s, 1024 connections', async () => {
+    expect(resolveListenOptions()).toEqual({ ...LISTEN_DEFAULTS });
+    const { server } = await serve({});
+    expect({
+      headersTimeout: server.headersTimeout,
+      requestTimeout: server.requestTimeout,
+      maxConnections: server.maxConnections,
+    }).toEqual({ headersTimeout: 10_000, requestTimeout: 30_000, maxConnections: 1_024 });
+  });
+
+  test.each([
+    [{ headersTimeoutMs: 0 }, /headersTimeoutMs must be an integer of at least 1/],
+    [{ requestTimeoutMs: 1.5 }, /requestTimeoutMs must be an integer/],
+    [{ maxConnections: -1 }, /maxConnections must be an integer of at least 1/],
+    [{ headersTimeoutMs: 5_000, requestTimeoutMs: 1_000 }, /must not be longer than requestTimeoutMs/],
+  ])('%j is refused with a RangeError naming the option', (options, reason) => {
+    expect(() => resolveListenOptions(options)).toThrow(reason);
+  });
+});

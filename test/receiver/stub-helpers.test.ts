@@ -1,0 +1,44 @@
+// The stub handle's helpers for test authors: typed reads, waiting for an effect sent in the
+// background (and saying what is there when it does not come), and reset between tests.
+import { expect, test } from 'vitest';
+import { ReceiverClient, startReceiver, type Effect } from '../../receiver/index.js';
+import { closeAfterTest } from './setup.js';
+
+async function stub() {
+  const receiver = await startReceiver();
+  closeAfterTest(() => receiver.close());
+  const client = new ReceiverClient(receiver.url);
+  closeAfterTest(async () => client.close());
+  return { receiver, client };
+}
+
+test('waitForEffect resolves with the effect once it is applied', async () => {
+  const { receiver, client } = await stub();
+  const waiting = receiver.waitForEffect('job-1', { timeoutMs: 2_000 });
+  setTimeout(() => void client.record({ jobId: 'job-1', qty: 4 }, { token: 2 }), 30);
+  const effect: Effect = await waiting;
+  expect(effect).toEqual({ jobId: 'job-1', qty: 4, token: 2, appliedAt: expect.any(Number) });
+  expect(await receiver.waitForEffect('job-1'), 'already there: at once').toEqual(effect);
+});
+
+test('waitForEffect rejects after its timeout, naming the effects there are', async () => {
+  const { receiver, client } = await stub();
+  await client.record({ jobId: 'other', qty: 1 }, { token: 1 });
+  const started = Date.now();
+  await expect(receiver.waitForEffect('job-9', { timeoutMs: 100 })).rejects.toThrow(
+    'No effect for job "job-9" arrived within 100 ms; the receiver has 1 effect (other).',
+  );
+  expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+  await expect(receiver.waitForEffect('job-9', { timeoutMs: -1 })).rejects.toThrow(RangeError);
+});
+
+test('reset forgets effects, journal and faults between tests', async () => {
+  const { receiver, client } = await stub();
+  await client.record({ jobId: 'a', qty: 2 }, { token: 1 });
+  receiver.faults.fail();
+  await receiver.reset();
+  expect(await receiver.effects()).toEqual([]);
+  expect(await receiver.journal()).toEqual([]);
+  expect(receiver.faults.pending()).toEqual([]);
+  expect(await receiver.totals()).toEqual({ effects: 0, qty: 0 });
+});

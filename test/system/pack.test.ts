@@ -1,0 +1,195 @@
+// The package as another project gets it: `npm pack`, then the tarball installed into an empty
+// project that has none of this repository's tools, only vitest from the registry. There the
+// docs' examples run as written: the vitest file that uses the stub receiver, and the
+// fencedEffects server with its own migration (both read from docs/receiver.md).
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
+import knex from 'knex';
+import { expect, onTestFinished, test } from 'vitest';
+import { ROOT } from '../helpers/processes.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/** The versions the consumer installs, as the README tells a user to. */
+const CONSUMER_DEV_DEPENDENCIES = { vite: '8.3.8', vitest: '4.1.12' };
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The environment of a command run as a user would: none of the npm variables of the `npm test`
+ * that may be running this file (npm_config_local_prefix would point npm at this repository),
+ * and none of leasehold's own.
+ */
+function userEnvironment(): NodeJS.ProcessEnv {
+  const keep = new Set(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig']);
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([key]) => !(key.startsWith('npm_') && !keep.has(key)) && !key.startsWith('LEASEHOLD_') && key !== 'INIT_CWD',
+    ),
+  );
+}
+
+function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: userEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The examples docs/receiver.md marks with `<!-- example: <file> -->`, by file name. */
+function docExamples(markdown: string): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const [, file, code] of markdown.matchAll(/<!-- example: (\S+) -->\n```\w*\n([\s\S]*?)\n```/g)) {
+    found.set(file!, `${code}\n`);
+  }
+  return found;
+}
+
+test(
+  'npm pack installs into a project without our tools, and the docs examples run there',
+  { timeout: 8 * 60_000 },
+  async () => {
+    const dir = tempDir('leasehold-pack-');
+    const timings: string[] = [];
+    const step = async (what: string, work: () => Promise<Ran>) => {
+      const started = Date.now();
+      const result = await work();
+      timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      expect(result.code, `${what}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`).toBe(0);
+      return result;
+    };
+    onTestFinished(() => console.log(`pack test: ${timings.join(', ')}`));
+
+    // The tarball: built dist/ with types and the command, nothing that runs at install.
+    const packed = await step('npm pack', () =>
+      run('npm', ['pack', '--json', '--pack-destination', dir], ROOT, 5 * 60_000),
+    );
+    const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [
+      { filename: string; files: Array<{ path: string }> },
+    ];
+    const paths = files.map((f) => f.path);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'dist/cli/leasehold.js',
+        'dist/receiver/index.js',
+        'dist/receiver/index.d.ts',
+      ]),
+    );
+    expect(paths.filter((p) => /\.map$|^dist\/bench\/|(?<!\.d)\.ts$/.test(p))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+      private?: boolean;
+      scripts: Record<string, string>;
+    };
+    expect(manifest.private).toBeUndefined();
+    for (const hook of ['preinstall', 'install', 'postinstall', 'prepare'])
+      expect(manifest.scripts).not.toHaveProperty(hook);
+
+    // The consumer: an empty project, the tarball and express, and vitest from the registry.
+    const project = join(dir, 'consumer');
+    mkdirSync(project);
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({
+        name: 'consumer',
+        private: true,
+        type: 'module',
+        dependencies: { leasehold: `file:${join(dir, filename)}`, express: '5.3.0' },
+        devDependencies: CONSUMER_DEV_DEPENDENCIES,
+      }),
+    );
+    // sqlite3 compiles from source where no prebuilt binary fits (two minutes on 2 cores): its
+    // install script is skipped, and the binary this repository's own install built is used.
+    await step('npm install', () =>
+      run('npm', ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], project, 4 * 60_000),
+    );
+    const sqlite = (root: string) => join(root, 'node_modules', 'sqlite3');
+    const version = (root: string) =>
+      (JSON.parse(readFileSync(join(sqlite(root), 'package.json'), 'utf8')) as { version: string }).version;
+    expect(version(project)).toBe(version(ROOT));
+    mkdirSync(join(sqlite(project), 'build', 'Release'), { recursive: true });
+    copyFileSync(
+      join(sqlite(ROOT), 'build', 'Release', 'node_sqlite3.node'),
+      join(sqlite(project), 'build', 'Release', 'node_sqlite3.node'),
+    );
+
+    const bin = join(project, 'node_modules', '.bin', 'leasehold');
+    expect((await step('leasehold --version', () => run(bin, ['--version'], project, 30_000))).stdout.trim()).toBe(
+      manifest.version,
+    );
+    expect(existsSync(join(project, 'node_modules', 'leasehold', 'dist', 'receiver', 'service.d.ts'))).toBe(true);
+
+    // The docs' examples, as written.
+    const examples = docExamples(readFileSync(join(ROOT, 'docs', 'receiver.md'), 'utf8'));
+    expect([...examples.keys()].sort()).toEqual(['effects.test.ts', 'ship.mjs']);
+    for (const [file, code] of examples) writeFileSync(join(project, file), code);
+
+    const vitest = await step('vitest run', () =>
+      run(process.execPath, [join(project, 'node_modules', 'vitest', 'vitest.mjs'), 'run'], project, 2 * 60_000),
+    );
+    expect(stripVTControlCharacters(vitest.stdout)).toMatch(/Tests\s+4 passed \(4\)/);
+
+    await shipExample(project);
+  },
+);
+
+/** Runs ship.mjs as a user would (`node ship.mjs`), and ships one order through it. */
+async function shipExample(project: string): Promise<void> {
+  const child = spawn(process.execPath, ['ship.mjs'], {
+    cwd: project,
+    env: { ...userEnvironment(), PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  onTestFinished(() => {
+    child.kill('SIGKILL');
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`ship.mjs did not start:\n${output}`)), 30_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.on('exit', () => reject(new Error(`ship.mjs exited:\n${output}`)));
+  });
+  const ship = (token: number) =>
+    fetch(`${url}/ship`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Fencing-Token': String(token) },
+      body: JSON.stringify({ jobId: 'order-1', qty: 2 }),
+    }).then((res) => res.status);
+  expect([await ship(1), await ship(1), await ship(2), await ship(1)]).toEqual([201, 200, 200, 409]);
+  child.kill('SIGTERM');
+
+  const db = knex({
+    client: 'sqlite3',
+    connection: { filename: join(project, 'data', 'shipping.sqlite') },
+    useNullAsDefault: true,
+  });
+  try {
+    expect(await db('shipments').select('job_id', 'qty')).toEqual([{ job_id: 'order-1', qty: 2 }]);
+  } finally {
+    await db.destroy();
+  }
+}
