@@ -96,8 +96,12 @@ export interface ResolvedWorkerOptions {
 
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
   const name = options.name;
-  // The queue's rule for an owner, so a name it would refuse stops the worker at start, not at its first claim.
-  const nameProblem = typeof name === 'string' ? idProblem(name, 'name') : 'name must be a string';
+  if (typeof name !== 'string' || name.length === 0 || name.length > 256) {
+    throw new RangeError(`name must be a non-empty string of at most 256 characters, not ${JSON.stringify(name)}.`);
+  }
+  // The rest of the queue's rule for an owner, so a name it would refuse stops the worker at
+  // start, not at its first claim.
+  const nameProblem = idProblem(name, 'name');
   if (nameProblem !== undefined) throw new RangeError(`${nameProblem}, not ${JSON.stringify(name)}.`);
   const leaseMs = intIn('leaseMs', options.leaseMs ?? WORKER_DEFAULTS.leaseMs, MIN_LEASE_MS, MAX_LEASE_MS);
   const heartbeatMs = heartbeatIntervalMs(leaseMs);
