@@ -53,15 +53,19 @@ export function rawJsonBody(): RequestHandler {
 /** `application/json`, or any `<type>/<subtype>+json` (`application/merge-patch+json`...). */
 const JSON_MEDIA_TYPE = /^(?:application\/json|[\w.!#$&^+-]+\/[\w.!#$&^+-]+\+json)$/i;
 
+/** Methods that read only; every other method may change state. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /**
- * A request with a body, or one that declares a body type, must declare a JSON one. A request
- * without either (a bodiless POST, any GET) is read as having no body.
+ * A request that may change state (a POST...), with a body or without one, must declare a JSON
+ * body: a browser page can send a bodiless or text/plain POST cross-site without a preflight,
+ * but not one declared JSON. A read (GET, HEAD) without a body needs no type.
  */
 function mediaTypeRefusal(req: Request): Error | undefined {
   const declared = req.headers['content-type'];
   const length = req.headers['content-length'];
   const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-  if (declared === undefined && !hasBody) return undefined;
+  if (declared === undefined && !hasBody && READ_METHODS.has(req.method)) return undefined;
   const mediaType = (declared ?? '').split(';', 1)[0]!.trim();
   if (JSON_MEDIA_TYPE.test(mediaType)) return undefined;
   return edgeError(

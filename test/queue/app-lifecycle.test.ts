@@ -118,10 +118,18 @@ describe('POST /jobs/:id/cancel', () => {
     expect(await job('c')).toEqual(res.body.job);
   });
 
-  test('without a body it cancels a pending job; again is 200 with the same job', async () => {
+  test('a bodiless cancel (no JSON type: what a cross-site page can send) is 415 and changes nothing', async () => {
+    const { http, enqueue, job } = await setup();
+    await enqueue('p');
+    expectError(await http().post('/jobs/p/cancel'), 415, 'unsupported_media_type');
+    expectError(await http().post('/jobs/p/retry'), 415, 'unsupported_media_type');
+    expect((await job('p')).status).toBe('pending');
+  });
+
+  test('{} cancels a pending job without a reason; again is 200 with the same job', async () => {
     const { http, enqueue } = await setup();
     await enqueue('p');
-    const first = await http().post('/jobs/p/cancel');
+    const first = await http().post('/jobs/p/cancel').send({});
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.job).toMatchObject({ status: 'dead', deadReason: 'cancelled', lastError: null });
     const again = await http().post('/jobs/p/cancel').send({ reason: 'twice' });
@@ -182,7 +190,7 @@ describe('POST /jobs/:id/retry', () => {
   test('runAt delays the retried job', async () => {
     const { http, enqueue, clock } = await setup();
     await enqueue('later');
-    await http().post('/jobs/later/cancel');
+    await http().post('/jobs/later/cancel').send({});
     const res = await http()
       .post('/jobs/later/retry')
       .send({ runAt: clock.now() + 500 });
@@ -202,9 +210,9 @@ describe('POST /jobs/:id/retry', () => {
     expect(await job('live')).toEqual(before);
 
     await enqueue('due', { deadlineMs: 100 });
-    await http().post('/jobs/due/cancel');
+    await http().post('/jobs/due/cancel').send({});
     clock.advance(100);
-    const late = await http().post('/jobs/due/retry');
+    const late = await http().post('/jobs/due/retry').send({});
     expectError(late, 409, 'deadline_passed');
     expect((await job('due')).status).toBe('dead');
     expectError(await http().post('/jobs/ghost/retry').send({}), 404, 'unknown_job');
@@ -221,7 +229,7 @@ describe('POST /jobs/:id/retry', () => {
   ])('%s is 400 and changes nothing', async (_name, body) => {
     const { http, enqueue, job } = await setup();
     await enqueue('d');
-    await http().post('/jobs/d/cancel');
+    await http().post('/jobs/d/cancel').send({});
     const before = await job('d');
     expectError(await http().post('/jobs/d/retry').send(body), 400, 'invalid_request');
     expect(await job('d')).toEqual(before);
