@@ -137,15 +137,15 @@ describe('the HTTP edge', () => {
     expect((await http().post('/things').send({ name: 'a', n: 2 })).status).toBe(201);
   });
 
-  test('an absent body is read as {}, so the schema names the missing fields', async () => {
+  test('an empty JSON body: the schema names the missing fields', async () => {
     const { http } = toyApp();
-    const res = await http().post('/things');
+    const res = await http().post('/things').send({});
     expect(res.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['name', 'n']);
   });
 
   test('an unknown route is 404 not_found saying what the service serves', async () => {
     const { http } = toyApp();
-    const res = await http().put('/things');
+    const res = await http().put('/things').send({});
     expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 404, code: 'not_found' });
     expect(res.body.error.message).toBe('There is no PUT /things on the toy; it serves POST /things.');
   });
@@ -241,15 +241,21 @@ describe('the HTTP edge against hostile and careless input', () => {
     expect(form.status).toBe(415);
   });
 
-  test('application/json, any +json type and a bodiless POST are read', async () => {
+  test('application/json and any +json type are read; a bodiless POST, which declares no type, is 415', async () => {
     const { http } = toyApp();
     for (const type of ['application/json', 'Application/JSON; charset=utf-8', 'application/merge-patch+json']) {
       expect((await http().post('/things').set('content-type', type).send('{"name":"a","n":1}')).status, type).toBe(
         201,
       );
     }
+    // A browser page can send a bodiless POST cross-site without a preflight; a JSON one, not.
     const bodiless = await http().post('/anything');
-    expect({ status: bodiless.status, body: bodiless.body }).toEqual({ status: 200, body: { body: {} } });
+    expect({ status: bodiless.status, code: bodiless.body.error?.code }).toEqual({
+      status: 415,
+      code: 'unsupported_media_type',
+    });
+    const read = await http().get('/healthz');
+    expect(read.status, 'a GET needs no type').not.toBe(415);
   });
 
   test.each([
