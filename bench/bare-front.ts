@@ -15,15 +15,25 @@ type Handler = (method: string, path: string, body: unknown) => Promise<{ status
 
 function queueFront(store: QueueStore): Handler {
   return async (method, path, body) => {
-    const input = body as { owner: string; token: number; leaseMs?: number };
+    const input = body as {
+      owner: string;
+      token: number;
+      leaseMs?: number;
+      max?: number;
+      next?: true | { leaseMs?: number };
+    };
     if (method === 'POST' && path === '/claims') {
-      const lease = await store.claim(input.owner, input.leaseMs ?? 30_000);
-      return lease ? { status: 200, body: { lease } } : { status: 204 };
+      const leases = await store.claimMany(input.owner, input.leaseMs ?? 30_000, input.max ?? 1);
+      if (leases.length === 0) return { status: 204 };
+      return { status: 200, body: input.max === undefined ? { lease: leases[0] } : { leases } };
     }
     const finish = /^\/jobs\/([^/]+)\/finish$/.exec(path);
     if (method === 'POST' && finish) {
-      const job = await store.finish(decodeURIComponent(finish[1]!), { owner: input.owner, token: input.token }, null);
-      return { status: 200, body: { job } };
+      const id = decodeURIComponent(finish[1]!);
+      const presented = { owner: input.owner, token: input.token };
+      if (!input.next) return { status: 200, body: { job: await store.finish(id, presented, null) } };
+      const leaseMs = input.next === true ? undefined : input.next.leaseMs;
+      return { status: 200, body: await store.finishAndClaim(id, presented, null, leaseMs) };
     }
     return {
       status: 404,

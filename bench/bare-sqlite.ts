@@ -1,6 +1,8 @@
-// The bare `sqlite3` driver with the queue's settings (rollback journal, synchronous=FULL,
-// busy timeout), promisified and nothing more: the floor that knex and the store build on.
+// The bare `sqlite3` driver with the queue's settings (rollback journal or WAL, synchronous=FULL,
+// busy timeout), promisified and nothing more: the floor that knex and the store build on; and
+// the commit counters SQLite keeps in its files, read from outside.
 import { open } from 'node:fs/promises';
+import os from 'node:os';
 import sqlite3 from 'sqlite3';
 
 export type Row = Record<string, unknown>;
@@ -14,10 +16,12 @@ export interface BareDb {
   close(): Promise<void>;
 }
 
-/** The pragmas queue/sqlite.ts sets on every connection. */
-export const QUEUE_PRAGMAS = 'PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;';
+/** The pragmas platform/sqlite.ts sets on every connection. */
+export function queuePragmas(journal: 'delete' | 'wal' = 'delete'): string {
+  return `PRAGMA journal_mode = ${journal === 'wal' ? 'WAL' : 'DELETE'}; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;`;
+}
 
-export async function openBare(filename: string): Promise<BareDb> {
+export async function openBare(filename: string, journal: 'delete' | 'wal' = 'delete'): Promise<BareDb> {
   const db = await new Promise<sqlite3.Database>((resolve, reject) => {
     const handle = new sqlite3.Database(filename, (err) => (err ? reject(err) : resolve(handle)));
   });
@@ -35,7 +39,7 @@ export async function openBare(filename: string): Promise<BareDb> {
     exec: (sql) => new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve()))),
     close: () => new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve()))),
   };
-  await bare.exec(QUEUE_PRAGMAS);
+  await bare.exec(queuePragmas(journal));
   return bare;
 }
 
@@ -50,6 +54,27 @@ export async function changeCounter(filename: string): Promise<number> {
     const buf = Buffer.alloc(4);
     const { bytesRead } = await file.read(buf, 0, 4, 24);
     return bytesRead === 4 ? buf.readUInt32BE(0) : 0;
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * In WAL mode the header's counter stays put; the WAL index (`-shm`, bytes 8..11 of its header,
+ * in the machine's byte order) counts every commit instead (`iChange`), from any process. Null
+ * while no connection has the file open (no `-shm`).
+ */
+export async function walCommitCounter(filename: string): Promise<number | null> {
+  let file;
+  try {
+    file = await open(`${filename}-shm`, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.alloc(4);
+    const { bytesRead } = await file.read(buf, 0, 4, 8);
+    return bytesRead === 4 ? (os.endianness() === 'LE' ? buf.readUInt32LE(0) : buf.readUInt32BE(0)) : null;
   } finally {
     await file.close();
   }

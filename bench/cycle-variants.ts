@@ -7,7 +7,8 @@ import { systemClock, type QueueStore } from '../queue/index.js';
 import type sqlite3 from 'sqlite3';
 import { openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops, type Cycle } from './loops.js';
-import { QueueDb, counted, type Probe } from './measure.js';
+import { QueueDb, Sizing, type Probe } from './measure.js';
+import { meters, metered } from './meters.js';
 import { openObservedSqliteStore } from './observed-store.js';
 import { StatementClock } from './statement-clock.js';
 
@@ -72,6 +73,8 @@ function variant(
 ): CycleVariant {
   let cycles = 0;
   let wallMs = 0;
+  const sizing = new Sizing(0.5);
+  const meter = meters(queue.commits, async () => ({ statements: clock.statements() }));
   return {
     id,
     label,
@@ -79,18 +82,14 @@ function variant(
       // Statements sent while topping up are not the cycle's.
       clock.paused = true;
       try {
-        await queue.prepare(slice, id);
+        await queue.topUp(sizing.pending(slice), id);
       } finally {
         clock.paused = false;
       }
     },
     async slice(ms) {
-      const statementsBefore = clock.statements();
-      const result = await counted(
-        () => queue.commits(),
-        () => runLoops(1, ms, cycle),
-        () => clock.statements() - statementsBefore,
-      );
+      const result = await metered(meter, () => runLoops(1, ms, cycle));
+      sizing.observe(result);
       cycles += result.jobs;
       wallMs += result.elapsedMs;
       return result;

@@ -3,17 +3,15 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LoopResult } from './loops.js';
-import { peakRssMiB, stopChild, track } from './processes.js';
+import { nameProfiledChild, nodeFlags, peakRssMiB, stopChild, track } from './processes.js';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.js', import.meta.url));
 
-/** What a worker process does in one cycle. */
+/** What a worker process does in one cycle, on the lease in hand. */
 export type WorkerTarget =
-  /** claim + finish on the store, opened in the worker process itself */
+  /** finish and claim the next on the store, opened in the worker process itself */
   | { mode: 'library'; db: string }
-  /** claim + finish over HTTP */
-  | { mode: 'http'; queueUrl: string }
-  /** claim, send through the gateway, finish */
+  /** send through the gateway, then finish and claim the next over HTTP */
   | { mode: 'e2e'; queueUrl: string; gatewayUrl: string };
 
 export type ToWorker =
@@ -21,15 +19,26 @@ export type ToWorker =
   | { type: 'run'; startAt: number; windowMs: number; concurrency: number }
   | { type: 'stop' };
 
-export type FromWorker = { type: 'ready' } | { type: 'done'; result: LoopResult } | { type: 'failed'; message: string };
+/** A window's cycles, and the statements and CPU time of the worker process meanwhile. */
+export interface WindowResult extends LoopResult {
+  statements: number;
+  cpuMs: number;
+}
+
+export type FromWorker =
+  { type: 'ready' } | { type: 'done'; result: WindowResult } | { type: 'failed'; message: string };
 
 export class Fleet {
   private constructor(private readonly children: ChildProcess[]) {}
 
   static async start(size: number, name: string, target: WorkerTarget): Promise<Fleet> {
-    const children = Array.from({ length: size }, () =>
-      track(fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })),
-    );
+    const children = Array.from({ length: size }, (_, i) => {
+      const child = track(
+        fork(WORKER_PATH, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: nodeFlags() }),
+      );
+      nameProfiledChild(child.pid, `${name}-${i + 1} (benchmark worker, ${target.mode})`);
+      return child;
+    });
     const fleet = new Fleet(children);
     try {
       await Promise.all(
@@ -47,7 +56,7 @@ export class Fleet {
   }
 
   /** Runs one window in every worker at once; `concurrency` loops per worker. */
-  async run(windowMs: number, concurrency = 1): Promise<LoopResult> {
+  async run(windowMs: number, concurrency = 1): Promise<WindowResult> {
     // Far enough ahead for the message to reach every worker before the window opens.
     const startAt = Date.now() + 30;
     const results = await Promise.all(
@@ -64,6 +73,8 @@ export class Fleet {
       drained: results.some((r) => r.drained),
       errors: results.reduce((sum, r) => sum + r.errors, 0),
       ...(firstError ? { firstError } : {}),
+      statements: results.reduce((sum, r) => sum + r.statements, 0),
+      cpuMs: results.reduce((sum, r) => sum + r.cpuMs, 0),
     };
   }
 

@@ -5,15 +5,11 @@
 // bare node:http server: the floor any HTTP hop costs on this machine; and a bare gateway, the
 // same verify-then-forward behind bare node:http, to tell the gateway's own code from the hops.
 import { randomBytes } from 'node:crypto';
-import { exchange } from '../platform/exchange.js';
+import { exchange, keepAliveAgent } from '../platform/exchange.js';
 import { GatewayClient } from '../gateway/client.js';
 import { QueueClient } from '../queue/client.js';
-import { keepAliveAgent } from '../platform/exchange.js';
-import { claimIn, finishIn } from '../queue/knex-store.js';
-import { sqliteDialect } from '../queue/sqlite-store.js';
-import { systemClock, type Lease } from '../queue/types.js';
-import { topUp } from './seed.js';
-import { startBareFront, startEchoServer } from './processes.js';
+import type { Lease } from '../queue/types.js';
+import { peakRssMiB, startBareFront, startEchoServer } from './processes.js';
 import type { System } from './services.js';
 import { percentile } from './stats.js';
 
@@ -36,6 +32,7 @@ export interface LatencySample {
 
 export interface LatencyProbe {
   measure(round: number): Promise<LatencySample>;
+  peaks(): Record<string, number | null>;
   close(): Promise<void>;
 }
 
@@ -60,8 +57,7 @@ export async function openLatencyProbe(system: System, samples: number): Promise
   const queue = new QueueClient(system.queue.url);
   const agent = keepAliveAgent();
   const effects = new URL('/effects', system.receiver.url);
-  const dialect = sqliteDialect(systemClock, 60_000);
-  const knex = system.queueDb.knex;
+  const store = system.queueDb.store;
   let warm = false;
 
   const direct = async (jobId: string) => {
@@ -97,21 +93,12 @@ export async function openLatencyProbe(system: System, samples: number): Promise
 
   /** Leases for this round's sends, claimed in one transaction so setup stays cheap. */
   const claimLeases = async (count: number): Promise<Lease[]> => {
-    await topUp(knex, count, 'latency');
-    return knex.transaction(async (trx) => {
-      const leases: Lease[] = [];
-      for (let i = 0; i < count; i++) {
-        const lease = await claimIn(trx, dialect, OWNER, 600_000, Date.now());
-        if (lease) leases.push(lease);
-      }
-      return leases;
-    });
+    await system.queueDb.topUp(count, 'latency');
+    return store.claimMany(OWNER, 600_000, count);
   };
+  // Concurrent finishes share transactions (group commit).
   const finishLeases = (leases: Lease[]) =>
-    knex.transaction(async (trx) => {
-      for (const lease of leases)
-        await finishIn(trx, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now());
-    });
+    Promise.all(leases.map((lease) => store.finish(lease.id, { owner: OWNER, token: lease.token }, null)));
 
   return {
     async measure(round) {
@@ -166,6 +153,7 @@ export async function openLatencyProbe(system: System, samples: number): Promise
         ...(firstError ? { firstError } : {}),
       };
     },
+    peaks: () => ({ 'bare gateway front': peakRssMiB(bare.pid) }),
     async close() {
       gateway.close();
       bareGateway.close();

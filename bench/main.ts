@@ -1,12 +1,17 @@
 // `npm run bench`: how close the queue, the HTTP service and the whole system come to the
-// physical limit of their storage, measured side by side on this machine in the same run.
+// physical limit of their storage, measured side by side on this machine in the same run, and
+// how many transactions, statements and requests each job costs.
 import { Command, Option } from 'commander';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { checkOptions, parseWholeNumber, usageErrors } from '../platform/flags.js';
 import { analyse } from './analysis.js';
+import { installCounters } from './counting.js';
 import {
   DEFAULT_BACKLOG,
+  DEFAULT_E2E_CONCURRENCY,
+  DEFAULT_E2E_PROCESSES,
+  DEFAULT_PAIR_MS,
   DEFAULT_SLICE_MS,
   DEFAULT_WORKERS,
   PRESETS,
@@ -23,11 +28,17 @@ const { full, quick } = PRESETS;
 const program = new Command('npm run bench --')
   .description(
     'Measure the queue, the queue over HTTP and the whole system against the raw SQLite write limit of the same disk, ' +
-      'round after round, and print each as a ratio taken within the round.',
+      'round after round, print each as a ratio taken within the round, and check the goals.',
   )
   .option(
     '--quick',
-    `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples`,
+    `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples, no reference columns, no breakdown`,
+  )
+  .option('--references', 'measure the reference columns too (the default in a full run)')
+  .option('--no-references', 'skip the reference columns: bare node:http front, processes on one file, minimal worker')
+  .option(
+    '--columns <ids>',
+    'only these columns (comma-separated ids, as in --json), with the limit: to profile one in isolation',
   )
   .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
   .addOption(
@@ -46,6 +57,14 @@ const program = new Command('npm run bench --')
   )
   .addOption(
     new Option(
+      '--pair-ms <ms>',
+      'the limit also runs this long just before each slice of every other column, and each ratio divides by it (0: by the limit of the whole round)',
+    )
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_PAIR_MS),
+  )
+  .addOption(
+    new Option(
       '--samples <n>',
       `latency samples of each kind per round (default ${full.samples}, --quick ${quick.samples})`,
     ).argParser(parseWholeNumber),
@@ -56,9 +75,22 @@ const program = new Command('npm run bench --')
       .default(DEFAULT_BACKLOG),
   )
   .addOption(
-    new Option('--workers <n>', 'loops and processes of the concurrent columns')
+    new Option('--workers <n>', 'concurrent loops of the library and HTTP columns')
       .argParser(parseWholeNumber)
       .default(DEFAULT_WORKERS),
+  )
+  .addOption(
+    new Option('--e2e-processes <n>', 'worker processes end to end (and queue library processes on one file)')
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_E2E_PROCESSES),
+  )
+  .addOption(
+    new Option(
+      '--e2e-concurrency <n>',
+      'jobs each worker process runs at once end to end (`leasehold worker --concurrency`)',
+    )
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_E2E_CONCURRENCY),
   )
   .option(
     '--dir <path>',
@@ -67,9 +99,10 @@ const program = new Command('npm run bench --')
   .option('--keep', 'keep the databases afterwards')
   .option(
     '--postgres <url>',
-    'also measure PostgreSQL at this URL: its own write limit, the queue library and end to end, each in a schema of its own, dropped afterwards',
+    'also measure PostgreSQL at this URL: its own write limit, the queue library and the queue over HTTP, each in a schema of its own, dropped afterwards',
   )
-  .option('--no-profile', 'skip the breakdown of where the time of one library cycle goes')
+  .option('--profile', 'run the breakdown of where the time of one library cycle goes (the default in a full run)')
+  .option('--no-profile', 'skip that breakdown')
   .option('--profile-only', 'only the breakdown of the library cycle, not the main table')
   .addOption(
     new Option(
@@ -79,25 +112,28 @@ const program = new Command('npm run bench --')
   )
   .option(
     '--cpu-prof-dir <dir>',
-    'write a V8 CPU profile of every service and reference front into <dir>; summarise with `node dist/bench/cpu-profiles.js <dir>`',
+    'write a V8 CPU profile of every service, reference front and worker process into <dir>; summarise with `node dist/bench/cpu-profiles.js <dir>`',
   )
   .addHelpText(
     'after',
     [
       '',
       'Columns: the limit (BEGIN IMMEDIATE; UPDATE one row; COMMIT on the bare sqlite3 driver, rollback journal,',
-      'synchronous=FULL), the queue library (store.claim + store.finish), the queue over HTTP (a `leasehold queue`',
-      'child process and QueueClient), end to end (queue, receiver and gateway child processes, worker processes that',
-      "claim, send through the gateway and finish: the benchmark's own minimal worker, then `leasehold worker`).",
-      'tx/job counts durable commits from the SQLite file change counter. Each claim + finish costs two write',
-      'transactions, so 0.5 of the limit is the one-transaction-per-step ceiling. The breakdown after the tables',
-      "times every statement of one library cycle inside the driver. The README's Benchmarks section explains each.",
+      'synchronous=FULL) and the same in WAL; the queue library (store.finishAndClaim loops); the queue over HTTP (a',
+      '`leasehold queue` child process, --journal delete or wal, and QueueClient loops each finishing its job and',
+      'claiming the next in one request); end to end (queue, receiver and gateway child processes and `leasehold',
+      "worker --concurrency` processes; the benchmark's own minimal worker as a reference). tx/job counts durable",
+      "commits (SQLite's file change counter, or its WAL index's; PostgreSQL COMMITs); stmt/job the statements",
+      'every process serving the column handed its driver; req/job the HTTP requests its services received.',
+      'Then pickup latency (a job enqueued while a worker waits in a long poll), gateway latency, peak memory and',
+      'the goals. docs/benchmarks.md explains each.',
     ].join('\n'),
   );
 
 usageErrors(program, 'npm run bench');
 program.parse(process.argv);
 const flags = program.opts<BenchFlags>();
+installCounters();
 const options = checkOptions(program, {}, () => resolveOptions(flags));
 if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -122,7 +158,11 @@ for (const [signal, code] of [
       });
   });
 }
-progress(`leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`);
+progress(
+  options.profileOnly
+    ? `leasehold benchmark: the breakdown of one library cycle only, in ${dir}`
+    : `leasehold benchmark: ${options.rounds} rounds of ${options.windowMs} ms per column in ${dir}`,
+);
 try {
   const run = options.profileOnly ? null : await runBench(options, dir, progress);
   const analysis = run ? analyse(run) : null;
@@ -139,6 +179,11 @@ try {
     ];
     process.stdout.write(`${sections.filter((s) => s !== null).join('\n\n')}\n`);
   }
+} catch (err) {
+  // A --columns naming no column is only found once the columns are known.
+  if (!(err instanceof RangeError)) throw err;
+  progress(`npm run bench: ${err.message}`);
+  process.exitCode = 2;
 } finally {
   if (!options.keep) rmSync(dir, { recursive: true, force: true });
 }

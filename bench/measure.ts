@@ -1,40 +1,57 @@
-// What one timed window reports, and the queue databases the windows run on: a migrated store
-// opened by the benchmark itself, used to top up jobs and to count durable commits.
+// What one timed window reports, how the columns take turns in a round (interleave), and the
+// queue databases the windows run on: a migrated store opened by the benchmark itself, used to
+// top up jobs between windows.
 import type { Knex } from 'knex';
 import type { KnexQueueStore } from '../queue/knex-store.js';
 import { openQueueStore, type QueueStore } from '../queue/index.js';
-import { changeCounter } from './bare-sqlite.js';
+import type { SqliteJournal } from '../platform/sqlite.js';
 import { perSecond, type LoopResult } from './loops.js';
+import { cpuTotal, sqliteCommits, type ByKind, type Meter } from './meters.js';
 import { topUp } from './seed.js';
 
 export interface Throughput {
-  /** Jobs (or, for the limit, transactions) completed per second. */
+  /** Jobs (or, for a limit, transactions) completed per second. */
   perSec: number;
   jobs: number;
   elapsedMs: number;
-  /** Durable write transactions per job, from the database's commit counter. */
+  /** Durable write transactions per job. */
   txPerJob: number | null;
-  /** SQL statements sent per job, where the benchmark sees them (in-process knex). */
+  /** Statements handed to the database drivers per job, in every process that serves the column. */
   statementsPerJob: number | null;
+  /** HTTP requests the column's services received per job. */
+  requestsPerJob: number | null;
+  /** CPU time per job of every process the column runs on (services, workers, client loops). */
+  cpuMsPerJob: number | null;
+  /** The same by kind of process (`queue`, `gateway`, `benchmark process`...). */
+  cpuMsPerJobBy: ByKind;
+  /** Requests per job by the service that received them. */
+  requestsPerJobBy: ByKind;
   drained: boolean;
   errors: number;
   firstError?: string;
+  /** The limit's rate measured just before each of this column's slices (interleave's `pairMs`). */
+  pairedLimitPerSec?: number;
 }
 
 export interface RoundContext {
   round: number;
   /** Measured time per column: the round's in interleave(), one slice's in Probe.prepare(). */
   windowMs: number;
-  /** The latest raw limit, to size the jobs a slice may consume. */
+  /** The latest raw SQLite limit, to size the jobs a slice may consume before it has run once. */
   limitTxPerSec: number;
   /** Pending jobs kept beyond what a slice can consume. */
   backlog: number;
 }
 
-/** One slice of a round: loops run for the slice, with the commits and statements seen. */
+/** One slice of a round: loops run for the slice, with what the counters saw meanwhile. */
 export interface SliceResult extends LoopResult {
-  commits: number | null;
+  /** Jobs the counters' readings cover, where more than `jobs` (those that ended after the window). */
+  jobsCounted?: number;
+  transactions: number | null;
   statements: number | null;
+  requests: number | null;
+  cpu: ByKind;
+  requestsBy: ByKind;
 }
 
 /**
@@ -48,83 +65,87 @@ export interface Probe {
   slice(ms: number): Promise<SliceResult>;
 }
 
-/** Jobs a slice could consume at one job per raw transaction (twice a two-commit cycle). */
-export function capacity(slice: RoundContext): number {
-  return Math.ceil((slice.limitTxPerSec * slice.windowMs * 1.25) / 1000) + 20;
-}
-
 export function combine(slices: SliceResult[]): Throughput {
   const jobs = slices.reduce((sum, s) => sum + s.jobs, 0);
   const elapsedMs = slices.reduce((sum, s) => sum + s.elapsedMs, 0);
-  const total = (pick: (s: SliceResult) => number | null) =>
-    slices.some((s) => pick(s) === null) ? null : slices.reduce((sum, s) => sum + pick(s)!, 0);
-  const per = (n: number | null) => (n === null || jobs === 0 ? null : n / jobs);
+  const total = (pick: (s: SliceResult, i: number) => number | null) =>
+    slices.some((s, i) => pick(s, i) === null) ? null : slices.reduce((sum, s, i) => sum + pick(s, i)!, 0);
+  const counted = slices.reduce((sum, s) => sum + (s.jobsCounted ?? s.jobs), 0);
+  const per = (n: number | null) => (n === null || counted === 0 ? null : n / counted);
+  const perKind = (maps: ByKind[]): ByKind =>
+    Object.fromEntries(
+      [...new Set(maps.flatMap((m) => Object.keys(m)))].map((kind) => [
+        kind,
+        per(total((_, i) => maps[i]![kind] ?? null)),
+      ]),
+    );
   const firstError = slices.find((s) => s.firstError)?.firstError;
   return {
     perSec: perSecond({ jobs, elapsedMs }),
     jobs,
     elapsedMs,
-    txPerJob: per(total((s) => s.commits)),
+    txPerJob: per(total((s) => s.transactions)),
     statementsPerJob: per(total((s) => s.statements)),
+    requestsPerJob: per(total((s) => s.requests)),
+    cpuMsPerJob: per(total((s) => cpuTotal(s.cpu))),
+    cpuMsPerJobBy: perKind(slices.map((s) => s.cpu)),
+    requestsPerJobBy: perKind(slices.map((s) => s.requestsBy)),
     drained: slices.some((s) => s.drained),
     errors: slices.reduce((sum, s) => sum + s.errors, 0),
     ...(firstError ? { firstError } : {}),
   };
 }
 
-/** Measures `probes` for one round: `ctx.windowMs` each, in slices taken in turn. */
-export async function interleave(probes: Probe[], ctx: RoundContext, sliceMs: number): Promise<Throughput[]> {
+/**
+ * Measures `probes` for one round: `ctx.windowMs` each, in slices taken in turn. With `pairMs`,
+ * `probes[0]` (the limit) also runs `pairMs` just before each slice of every `paired` probe, and
+ * that probe's `pairedLimitPerSec` is the limit's rate in those moments: on a machine whose
+ * disk speeds up and slows down from one second to the next, the fairest limit to divide by.
+ */
+export async function interleave(
+  probes: Probe[],
+  ctx: RoundContext,
+  sliceMs: number,
+  pairMs = 0,
+  paired: (index: number) => boolean = (index) => index > 0,
+): Promise<Throughput[]> {
   const slices: SliceResult[][] = probes.map(() => []);
+  const pairs: SliceResult[][] = probes.map(() => []);
   const count = Math.max(1, Math.round(ctx.windowMs / sliceMs));
   const slice: RoundContext = { ...ctx, windowMs: ctx.windowMs / count };
   for (let i = 0; i < count; i++) {
     for (let p = 0; p < probes.length; p++) {
       await probes[p]!.prepare(slice);
+      if (pairMs > 0 && p > 0 && paired(p)) {
+        const pair = await probes[0]!.slice(pairMs);
+        pairs[p]!.push(pair);
+        slices[0]!.push(pair);
+      }
       slices[p]!.push(await probes[p]!.slice(slice.windowMs));
     }
   }
-  return slices.map(combine);
-}
-
-/** Runs `run` between two readings of a commit counter. */
-export async function counted(
-  commits: () => Promise<number | null>,
-  run: () => Promise<LoopResult>,
-  statements: () => number | null = () => null,
-): Promise<SliceResult> {
-  const before = await commits();
-  const result = await run();
-  return { ...result, commits: delta(before, await commits()), statements: statements() };
+  return slices.map((s, p) => {
+    const throughput = combine(s);
+    return pairs[p]!.length > 0 ? { ...throughput, pairedLimitPerSec: combine(pairs[p]!).perSec } : throughput;
+  });
 }
 
 /** A queue database seen from the benchmark: the same store the services open, migrated. */
 export class QueueDb {
-  private ownCommits = 0;
-
   private constructor(
     readonly db: string,
+    readonly journal: SqliteJournal,
     readonly store: QueueStore,
-    /** Count the COMMITs this handle sends when the database keeps no counter (PostgreSQL). */
-    private readonly countOwn: boolean,
-  ) {
-    if (this.isPostgres && countOwn) {
-      this.knex.on('query', (q: { sql?: string }) => {
-        if (/^\s*COMMIT/i.test(q.sql ?? '')) this.ownCommits++;
-      });
-    }
-  }
+  ) {}
 
-  /**
-   * `countOwnCommits`: the cycles run on this very handle, so on PostgreSQL its own COMMITs
-   * are the cycles' transactions (SQLite's file counter sees every process anyway).
-   */
-  static async open(db: string, countOwnCommits = false): Promise<QueueDb> {
-    return new QueueDb(db, await openQueueStore({ db }), countOwnCommits);
+  /** `journal`: how the services open it, so that this handle does not switch the file's mode. */
+  static async open(db: string, journal: SqliteJournal = 'delete'): Promise<QueueDb> {
+    return new QueueDb(db, journal, await openQueueStore({ db, journal }));
   }
 
   /** A store opened some other way (a prototype), on database `db`. */
   static wrap(db: string, store: QueueStore): QueueDb {
-    return new QueueDb(db, store, true);
+    return new QueueDb(db, 'delete', store);
   }
 
   get isPostgres(): boolean {
@@ -135,15 +156,14 @@ export class QueueDb {
     return (this.store as KnexQueueStore).knex;
   }
 
-  /** Committed write transactions so far, or null when they cannot be counted here. */
-  commits(): Promise<number | null> {
-    if (!this.isPostgres) return changeCounter(this.db);
-    return Promise.resolve(this.countOwn ? this.ownCommits : null);
+  /** Durable commits on the file from any process; on PostgreSQL, give none (the processes count theirs). */
+  get commits(): Meter {
+    return this.isPostgres ? async () => ({}) : sqliteCommits(this.db, this.journal);
   }
 
-  /** Makes `backlog` + what the slice can consume pending, before the slice starts. */
-  async prepare(slice: RoundContext, label: string): Promise<void> {
-    await topUp(this.knex, slice.backlog + capacity(slice), label);
+  /** Makes `pending` jobs pending, before a slice starts; new ones claimable at `runAt` (default now). */
+  async topUp(pending: number, label: string, runAt?: number): Promise<void> {
+    await topUp(this.knex, pending, label, runAt);
   }
 
   close(): Promise<void> {
@@ -151,7 +171,22 @@ export class QueueDb {
   }
 }
 
-/** Commits between two counter readings, null when either is unknown. */
-export function delta(before: number | null, after: number | null): number | null {
-  return before === null || after === null ? null : after - before;
+/**
+ * How many jobs to have pending before a slice: the backlog plus what the slice could consume,
+ * judged by the column's last slice (half as much again), or before it has run by `guess`
+ * jobs per raw limit transaction.
+ */
+export class Sizing {
+  private lastPerSec = 0;
+
+  constructor(private readonly guess: number) {}
+
+  pending(slice: RoundContext): number {
+    const rate = Math.max(this.lastPerSec * 1.5, this.lastPerSec === 0 ? slice.limitTxPerSec * this.guess : 0);
+    return slice.backlog + Math.ceil((rate * slice.windowMs) / 1000) + 20;
+  }
+
+  observe(result: LoopResult): void {
+    this.lastPerSec = perSecond(result);
+  }
 }

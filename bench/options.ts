@@ -13,9 +13,14 @@ export interface BenchFlags {
   rounds?: number;
   windowMs?: number;
   sliceMs?: number;
+  pairMs?: number;
   samples?: number;
   backlog?: number;
   workers?: number;
+  e2eProcesses?: number;
+  e2eConcurrency?: number;
+  references?: boolean;
+  columns?: string;
   dir?: string;
   keep?: boolean;
   postgres?: string;
@@ -33,10 +38,22 @@ export interface BenchOptions {
   windowMs: number;
   /** Columns take turns in slices of about this long within a round. */
   sliceMs: number;
+  /** The limit runs this long before each slice of every other column, to divide by (0: once per pass). */
+  pairMs: number;
   /** Latency samples of each kind per round. */
   samples: number;
+  /** Pickup samples per round and journal. */
+  pickupSamples: number;
   backlog: number;
+  /** Loops of the concurrent library and HTTP columns. */
   workers: number;
+  /** `leasehold worker` processes end to end, and the jobs each runs at once. */
+  e2eProcesses: number;
+  e2eConcurrency: number;
+  /** Also the reference columns, which explain the others: bare node:http, processes on one file, a minimal worker. */
+  references: boolean;
+  /** Only these columns (and the limit), to profile one in isolation; null: all. */
+  columns: string[] | null;
   /** Parent folder for this run's temporary folder. */
   baseDir: string;
   /** Why baseDir was chosen. */
@@ -53,14 +70,30 @@ export const PRESETS = {
     rounds: 10,
     windowMs: 1_500,
     samples: 150,
+    pickupSamples: 60,
+    references: true,
+    /** The breakdown of the library cycle runs after the table unless --no-profile. */
+    profileByDefault: true,
     profile: { rounds: 6, windowMs: 1_000, backlogSizes: [100, 1_000, 10_000] },
   },
-  quick: { rounds: 5, windowMs: 300, samples: 40, profile: { rounds: 2, windowMs: 400, backlogSizes: [100, 10_000] } },
+  quick: {
+    rounds: 5,
+    windowMs: 300,
+    samples: 40,
+    pickupSamples: 20,
+    references: false,
+    /** Only with --profile: it would take the quick run past a minute. */
+    profileByDefault: false,
+    profile: { rounds: 2, windowMs: 400, backlogSizes: [100, 10_000] },
+  },
 } as const;
 
 export const DEFAULT_BACKLOG = 1_000;
 export const DEFAULT_SLICE_MS = 250;
-export const DEFAULT_WORKERS = 4;
+export const DEFAULT_PAIR_MS = 100;
+export const DEFAULT_WORKERS = 8;
+export const DEFAULT_E2E_PROCESSES = 4;
+export const DEFAULT_E2E_CONCURRENCY = 4;
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -70,15 +103,21 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   const rounds = flags.rounds ?? base.rounds;
   const windowMs = flags.windowMs ?? base.windowMs;
   const sliceMs = Math.min(flags.sliceMs ?? DEFAULT_SLICE_MS, windowMs);
+  const pairMs = flags.pairMs ?? DEFAULT_PAIR_MS;
   const samples = flags.samples ?? base.samples;
   const backlog = flags.backlog ?? DEFAULT_BACKLOG;
   const workers = flags.workers ?? DEFAULT_WORKERS;
+  const e2eProcesses = flags.e2eProcesses ?? DEFAULT_E2E_PROCESSES;
+  const e2eConcurrency = flags.e2eConcurrency ?? DEFAULT_E2E_CONCURRENCY;
   if (rounds < 1) throw new RangeError(`--rounds must be at least 1, got ${rounds}.`);
   if (windowMs < 100) throw new RangeError(`--window-ms must be at least 100, got ${windowMs}.`);
   if (sliceMs < 50) throw new RangeError(`--slice-ms must be at least 50, got ${sliceMs}.`);
+  if (pairMs !== 0 && pairMs < 20) throw new RangeError(`--pair-ms must be 0 or at least 20, got ${pairMs}.`);
   if (samples < 10) throw new RangeError(`--samples must be at least 10 (a p99 needs them), got ${samples}.`);
   if (backlog < 0) throw new RangeError(`--backlog must be 0 or more, got ${backlog}.`);
   if (workers < 2) throw new RangeError(`--workers must be at least 2, got ${workers}.`);
+  if (e2eProcesses < 1) throw new RangeError(`--e2e-processes must be at least 1, got ${e2eProcesses}.`);
+  if (e2eConcurrency < 1) throw new RangeError(`--e2e-concurrency must be at least 1, got ${e2eConcurrency}.`);
   if (flags.profile === false && flags.profileOnly)
     throw new RangeError('--profile-only and --no-profile contradict each other.');
   if (flags.profileRounds !== undefined && flags.profileRounds < 1)
@@ -93,24 +132,29 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
     rounds,
     windowMs,
     sliceMs,
+    pairMs,
     samples,
+    pickupSamples: Math.max(10, Math.round((base.pickupSamples * samples) / base.samples)),
     backlog,
     workers,
+    e2eProcesses,
+    e2eConcurrency,
+    references: flags.references ?? base.references,
+    columns: flags.columns === undefined ? null : flags.columns.split(',').map((id) => id.trim()),
     baseDir: dir,
     baseDirReason: reason,
     keep: flags.keep ?? false,
     postgres: flags.postgres,
-    profile:
-      flags.profile === false
-        ? null
-        : {
-            ...base.profile,
-            rounds: flags.profileRounds ?? base.profile.rounds,
-            windowMs: flags.windowMs ?? base.profile.windowMs,
-            sliceMs,
-            backlogSizes: [...base.profile.backlogSizes],
-            backlog,
-          },
+    profile: !(flags.profile ?? (flags.profileOnly || base.profileByDefault))
+      ? null
+      : {
+          ...base.profile,
+          rounds: flags.profileRounds ?? base.profile.rounds,
+          windowMs: flags.windowMs ?? base.profile.windowMs,
+          sliceMs,
+          backlogSizes: [...base.profile.backlogSizes],
+          backlog,
+        },
     profileOnly: flags.profileOnly ?? false,
   };
 }

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openPostgres, parsePostgresUrl } from '../platform/postgres.js';
 import { runLoops } from './loops.js';
-import { counted } from './measure.js';
+import { localCounts, meters, metered, postgresServerCpu } from './meters.js';
 import type { LimitProbe } from './limit.js';
 
 export class PostgresSchemas {
@@ -42,23 +42,18 @@ export async function openPostgresLimit(schemaUrl: string): Promise<LimitProbe> 
   await client.query(`SET search_path TO "${schema}"`);
   await client.query('CREATE TABLE IF NOT EXISTS bench_limit (id integer PRIMARY KEY, n bigint NOT NULL)');
   await client.query('INSERT INTO bench_limit (id, n) VALUES (1, 0) ON CONFLICT DO NOTHING');
+  const meter = meters(localCounts(true), postgresServerCpu(schemaUrl));
   return {
     prepare: async () => undefined,
-    slice: (ms) => {
-      let statements = 0;
-      return counted(
-        async () => null,
-        () =>
-          runLoops(1, ms, async () => {
-            await client.query('BEGIN');
-            await client.query('UPDATE bench_limit SET n = n + 1 WHERE id = 1');
-            await client.query('COMMIT');
-            statements += 3;
-            return true;
-          }),
-        () => statements,
-      );
-    },
+    slice: (ms) =>
+      metered(meter, () =>
+        runLoops(1, ms, async () => {
+          await client.query('BEGIN');
+          await client.query('UPDATE bench_limit SET n = n + 1 WHERE id = 1');
+          await client.query('COMMIT');
+          return true;
+        }),
+      ),
     close: () => client.end(),
   };
 }

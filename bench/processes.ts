@@ -1,9 +1,12 @@
 // Child processes for the benchmark: the services started through the real CLI, exactly as an
-// operator would, and the peak resident memory the kernel recorded for each (VmHWM).
+// operator would, each counting its statements and requests (count-preload.ts) for the
+// benchmark to read, and the peak resident memory the kernel recorded for each (VmHWM).
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { spawnCli, spawnNode, type NodeProcess, type SpawnOptions } from '../platform/spawn.js';
+import { COUNTS_LINE, type ProcessCounts } from './counting.js';
 
 export const CLI_PATH = fileURLToPath(new URL('../cli/leasehold.js', import.meta.url));
 
@@ -25,6 +28,8 @@ export interface ChildService {
   name: string;
   url: string;
   pid: number;
+  /** Its statements and requests so far. */
+  counts(): Promise<ProcessCounts>;
   stop(): Promise<void>;
 }
 
@@ -46,9 +51,11 @@ export function startService(
   timeoutMs = 20_000,
 ): Promise<ChildService> {
   const argv = ['--port', '0', '--log-level', logs?.level ?? 'silent', ...args];
+  const counts = new CountsReader();
   return listening(
     name,
-    spawnCli(CLI_PATH, command, argv, childOptions(`${name} (leasehold ${command})`, logs?.file)),
+    spawnCli(CLI_PATH, command, argv, childOptions(`${name} (leasehold ${command})`, counts, logs?.file)),
+    counts,
     timeoutMs,
   );
 }
@@ -62,32 +69,91 @@ export function startBareFront(
   args: string[],
   timeoutMs = 20_000,
 ): Promise<ChildService> {
+  const counts = new CountsReader();
   return listening(
     name,
-    spawnNode([BARE_FRONT_PATH, kind, ...args], childOptions(`${name} (bare ${kind} front)`)),
+    spawnNode([BARE_FRONT_PATH, kind, ...args], childOptions(`${name} (bare ${kind} front)`, counts)),
+    counts,
     timeoutMs,
   );
 }
 
 /** Node flags for the services and reference fronts: empty, or a CPU profile each. */
 let childNodeFlags: string[] = [];
+let profileDir: string | undefined;
 
 /** From now on, every service and reference front writes a V8 CPU profile into `dir` when it stops. */
 export function profileChildrenInto(dir: string): void {
   mkdirSync(dir, { recursive: true });
+  profileDir = dir;
   childNodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
-function childOptions(name: string, stderrFile?: string): SpawnOptions {
-  return { name, nodeArgs: childNodeFlags, ...(stderrFile === undefined ? {} : { stderr: { file: stderrFile } }) };
+/** Where profiles are written, which process each pid was (cpu-profiles.ts reads it): one JSON line each. */
+export const PROCESS_NAMES_FILE = 'processes.jsonl';
+
+/** Notes the name of a child whose profile goes into the profile folder, if profiling. */
+export function nameProfiledChild(pid: number | undefined, name: string): void {
+  if (profileDir !== undefined && pid !== undefined)
+    appendFileSync(join(profileDir, PROCESS_NAMES_FILE), `${JSON.stringify({ pid, name })}\n`);
+}
+
+/** Node flags for every child that runs leasehold or benchmark code (the CPU profile, if asked). */
+export function nodeFlags(): string[] {
+  return [...childNodeFlags];
+}
+
+const COUNT_PRELOAD = pathToFileURL(fileURLToPath(new URL('./count-preload.js', import.meta.url))).href;
+
+function childOptions(name: string, counts: CountsReader, stderrFile?: string): SpawnOptions {
+  return {
+    name,
+    nodeArgs: [...childNodeFlags, '--import', COUNT_PRELOAD],
+    onLine: (line) => counts.line(line),
+    ...(stderrFile === undefined ? {} : { stderr: { file: stderrFile } }),
+  };
+}
+
+/** Asks a service for its counts (SIGUSR2) and reads the line it prints in answer. */
+class CountsReader {
+  private waiting: { resolve(counts: ProcessCounts): void; timer: NodeJS.Timeout }[] = [];
+  process: NodeProcess | undefined;
+
+  line(text: string): void {
+    if (!text.startsWith(COUNTS_LINE)) return;
+    const next = this.waiting.shift();
+    if (!next) return;
+    clearTimeout(next.timer);
+    next.resolve(JSON.parse(text.slice(COUNTS_LINE.length)) as ProcessCounts);
+  }
+
+  read(): Promise<ProcessCounts> {
+    const child = this.process;
+    if (!child?.running) return Promise.reject(new Error('the service is not running'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting = this.waiting.filter((w) => w.timer !== timer);
+        reject(new Error(`${child.name} did not print its counts within 5 s`));
+      }, 5_000);
+      this.waiting.push({ resolve, timer });
+      child.signal('SIGUSR2');
+    });
+  }
 }
 
 /** Tracks the child from its start, so killAll reaches it, and waits for its "listening on" line. */
-async function listening(name: string, child: NodeProcess, timeoutMs: number): Promise<ChildService> {
+async function listening(
+  name: string,
+  child: NodeProcess,
+  counts: CountsReader,
+  timeoutMs: number,
+): Promise<ChildService> {
   track(child.process);
+  nameProfiledChild(child.pid, name);
+  counts.process = child;
   try {
     const url = await child.listening(timeoutMs);
-    return { name, url, pid: child.pid, stop: () => stopChild(child.process) };
+    return { name, url, pid: child.pid, counts: () => counts.read(), stop: () => stopChild(child.process) };
   } catch (err) {
     child.signal('SIGKILL');
     throw err;
@@ -102,7 +168,12 @@ const ECHO_SERVER = `require('node:http').createServer((req, res) => {
 process.on('SIGTERM', () => process.exit(0));`;
 
 export function startEchoServer(timeoutMs = 20_000): Promise<ChildService> {
-  return listening('bare node:http', spawnNode(['-e', ECHO_SERVER], { name: 'the bare node:http server' }), timeoutMs);
+  return listening(
+    'bare node:http',
+    spawnNode(['-e', ECHO_SERVER], { name: 'the bare node:http server' }),
+    new CountsReader(),
+    timeoutMs,
+  );
 }
 
 /** SIGTERM (unless `signal` is false: it was asked to stop), then SIGKILL after `graceMs`. */

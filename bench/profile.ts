@@ -72,7 +72,14 @@ async function limitVariant(db: string): Promise<CycleVariant> {
       });
       cycles += result.jobs;
       wallMs += result.elapsedMs;
-      return { ...result, commits: null, statements: clock.statements() - statementsBefore };
+      return {
+        ...result,
+        transactions: null,
+        statements: clock.statements() - statementsBefore,
+        requests: null,
+        cpu: {},
+        requestsBy: {},
+      };
     },
     breakdown: () => breakdownOf(clock, cycles, wallMs),
     close: () => bare.close(),

@@ -1,25 +1,28 @@
 // One benchmark run: open every column, then round after round measure them all, taking turns
-// in short slices with the limit first, so a slow moment on the machine hits every column of
-// the round alike; ratios are taken within a round.
+// in short slices with the limit first and again just before each other column's slice, so a
+// slow moment on the machine hits every column of the round alike; ratios are taken within a
+// round. After each round's columns, the latency probes.
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { SQLITE_VERSION } from './bare-sqlite.js';
 import { openLatencyProbe, type LatencySample } from './latency.js';
-import { openLibraryFleetProbe, openLibraryProbe, type ThroughputProbe } from './library.js';
-import { openBareLimit, openKnexLimit, type LimitProbe } from './limit.js';
+import { columnSpecs, type Resources } from './columns.js';
+import type { ThroughputProbe } from './library.js';
 import { perSecond } from './loops.js';
 import { interleave, type RoundContext, type Throughput } from './measure.js';
 import type { BenchOptions } from './options.js';
-import { PostgresSchemas, openPostgresLimit } from './postgres.js';
-import { openEndToEndProbe, openHttpProbe, System } from './services.js';
-import { openWorkerCliProbe } from './worker-cli.js';
+import { openPickupProbe, type PickupSample } from './pickup.js';
+import { PostgresSchemas } from './postgres.js';
+import { System } from './services.js';
 
 export interface RoundRecord {
   round: number;
-  /** By column id; `limit` is the raw SQLite limit, `pgLimit` PostgreSQL's. */
+  /** By column id; `limit` is the raw SQLite limit (rollback journal), `pgLimit` PostgreSQL's. */
   columns: Record<string, Throughput>;
   latency: LatencySample;
+  /** Pickup latency by journal. */
+  pickup: Record<string, PickupSample>;
 }
 
 export interface RunRecord {
@@ -31,121 +34,10 @@ export interface RunRecord {
   /** Peak resident memory (VmHWM) of each child process kind, MiB. */
   peaks: Record<string, number | null>;
   benchPeakRssMiB: number;
+  /** Notes on how a column was run (a flag this build lacks, say). */
+  notes: string[];
   startedAt: string;
   durationMs: number;
-}
-
-/** What the columns are opened with; systems start on first use and are shared. */
-interface Resources {
-  dir: string;
-  system(): Promise<System>;
-  pg: { schemas: PostgresSchemas; system(): Promise<System> } | null;
-}
-
-interface ColumnSpec {
-  id: string;
-  label: string;
-  open(r: Resources): Promise<ThroughputProbe>;
-}
-
-function asColumn(limit: LimitProbe): ThroughputProbe {
-  return { prepare: limit.prepare, slice: limit.slice, peaks: () => ({}), close: limit.close };
-}
-
-function columnSpecs(options: BenchOptions): ColumnSpec[] {
-  const n = options.workers;
-  const specs: ColumnSpec[] = [
-    {
-      id: 'limit',
-      label: 'limit: bare sqlite3 write transactions',
-      open: async (r) => asColumn(await openBareLimit(join(r.dir, 'limit.sqlite'))),
-    },
-    {
-      id: 'limitKnex',
-      label: 'the same transaction through knex',
-      open: async (r) => asColumn(await openKnexLimit(join(r.dir, 'limit-knex.sqlite'))),
-    },
-    {
-      id: 'library1',
-      label: 'queue library, 1 worker',
-      open: (r) => openLibraryProbe(join(r.dir, 'library1.sqlite'), 1, 'lib1'),
-    },
-    {
-      id: 'libraryN',
-      label: `queue library, ${n} loops in 1 process`,
-      open: (r) => openLibraryProbe(join(r.dir, 'libraryN.sqlite'), n, 'libN'),
-    },
-    {
-      id: 'libraryNp',
-      label: `queue library, ${n} processes`,
-      open: (r) => openLibraryFleetProbe(join(r.dir, 'libraryNp.sqlite'), n, 'libNp'),
-    },
-    {
-      id: 'http1',
-      label: 'queue over HTTP, 1 worker',
-      open: (r) => openHttpProbe(join(r.dir, 'http1.sqlite'), 1, 'http1'),
-    },
-    {
-      id: 'httpN',
-      label: `queue over HTTP, ${n} loops`,
-      open: (r) => openHttpProbe(join(r.dir, 'httpN.sqlite'), n, 'httpN'),
-    },
-    {
-      id: 'http1Logged',
-      label: 'queue over HTTP, 1 worker, logging at info to a file',
-      open: (r) =>
-        openHttpProbe(join(r.dir, 'http1Logged.sqlite'), 1, 'http1log', 'service', {
-          level: 'info',
-          file: join(r.dir, 'queue-info.log'),
-        }),
-    },
-    {
-      id: 'bareHttp1',
-      label: 'reference: the store behind bare node:http, 1 worker',
-      open: (r) => openHttpProbe(join(r.dir, 'bareHttp1.sqlite'), 1, 'bare1', 'bare'),
-    },
-    {
-      id: 'bareHttpN',
-      label: `reference: the store behind bare node:http, ${n} loops`,
-      open: (r) => openHttpProbe(join(r.dir, 'bareHttpN.sqlite'), n, 'bareN', 'bare'),
-    },
-    {
-      id: 'e2e',
-      label: `end to end, ${n} worker processes`,
-      open: async (r) => openEndToEndProbe(await r.system(), n, 'e2e'),
-    },
-    {
-      id: 'e2eWorker',
-      label: `end to end, ${n} \`leasehold worker\` processes`,
-      open: async (r) => openWorkerCliProbe(await r.system(), n, 'e2eWorker'),
-    },
-  ];
-  if (options.postgres) {
-    const pg = (r: Resources) => r.pg!;
-    specs.push(
-      {
-        id: 'pgLimit',
-        label: 'PostgreSQL limit: bare pg write transactions',
-        open: async (r) => asColumn(await openPostgresLimit(pg(r).schemas.urlFor('limit'))),
-      },
-      {
-        id: 'pgLibrary1',
-        label: 'PostgreSQL: queue library, 1 worker',
-        open: (r) => openLibraryProbe(pg(r).schemas.urlFor('lib1'), 1, 'pg1'),
-      },
-      {
-        id: 'pgLibraryN',
-        label: `PostgreSQL: queue library, ${n} loops in 1 process`,
-        open: (r) => openLibraryProbe(pg(r).schemas.urlFor('libn'), n, 'pgN'),
-      },
-      {
-        id: 'pgE2e',
-        label: `PostgreSQL: end to end, ${n} worker processes`,
-        open: async (r) => openEndToEndProbe(await pg(r).system(), n, 'pgE2e'),
-      },
-    );
-  }
-  return specs;
 }
 
 /** A fresh folder for one run's databases, under the chosen parent. */
@@ -179,46 +71,66 @@ export async function runBench(
     closers.push(() => schemas.dropAll());
     undoOnInterrupt = () => schemas.dropAll();
   }
+  const systems: System[] = [];
+  const onStarted = (s: System) => {
+    systems.push(s);
+    closers.push(() => s.stop());
+  };
   const resources: Resources = {
     dir,
-    system: once(
-      () => System.start(dir),
-      (s) => closers.push(() => s.stop()),
-    ),
-    pg: schemas && {
-      schemas,
-      system: once(
-        () => System.start(dir, { queue: schemas.urlFor('e2e_queue'), receiver: schemas.urlFor('e2e_receiver') }),
-        (s) => closers.push(() => s.stop()),
-      ),
-    },
+    system: once(() => System.start(dir, 'e2e'), onStarted),
+    workerSystem: once(() => System.start(dir, 'e2e-worker'), onStarted),
+    pg: schemas && { schemas },
   };
+  const notes: string[] = [];
   try {
-    const specs = columnSpecs(options);
-    const probes: ThroughputProbe[] = [];
-    for (const spec of specs) {
-      const probe = await spec.open(resources);
-      probes.push(probe);
-      closers.push(() => probe.close());
-    }
+    const specs = columnSpecs(options, notes);
+    // Started together, so the services' start-up overlaps; closed whether or not all started.
+    const opened = await Promise.allSettled([
+      ...specs.map((spec) => spec.open(resources)),
+      openPickupProbe(join(dir, 'pickup.sqlite'), 'delete'),
+      openPickupProbe(join(dir, 'pickup-wal.sqlite'), 'wal'),
+    ]);
+    for (const result of opened) if (result.status === 'fulfilled') closers.push(() => result.value.close());
+    const failed = opened.find((result) => result.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const probes = opened.slice(0, specs.length).map((r) => (r as PromiseFulfilledResult<ThroughputProbe>).value);
+    const pickups = opened
+      .slice(specs.length)
+      .map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof openPickupProbe>>>).value);
     const latency = await openLatencyProbe(await resources.system(), options.samples);
     closers.push(() => latency.close());
+    progress(`${specs.length} columns and their services started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
     const rounds: RoundRecord[] = [];
     const limitIds = ['limit', 'pgLimit'];
     let limitTxPerSec = perSecond(await probes[0]!.slice(Math.min(options.windowMs, 500)));
     for (let round = 1; round <= options.rounds; round++) {
       const ctx: RoundContext = { round, windowMs: options.windowMs, limitTxPerSec, backlog: options.backlog };
-      const results = await interleave(probes, ctx, options.sliceMs);
+      const roundStarted = Date.now();
+      // PostgreSQL's columns are ratios of PostgreSQL's limit, which runs once per pass.
+      const results = await interleave(
+        probes,
+        ctx,
+        options.sliceMs,
+        options.pairMs,
+        (i) => !specs[i]!.id.startsWith('pg'),
+      );
+      const columnsMs = Date.now() - roundStarted;
       const columns: Record<string, Throughput> = {};
       specs.forEach((spec, i) => (columns[spec.id] = results[i]!));
       limitTxPerSec = Math.max(...limitIds.map((id) => columns[id]?.perSec ?? 0));
       const lat = await latency.measure(round);
-      rounds.push({ round, columns, latency: lat });
-      progress(progressLine(round, options.rounds, columns, lat));
+      const pickup: Record<string, PickupSample> = {};
+      for (const probe of pickups) pickup[probe.journal] = await probe.measure(options.pickupSamples);
+      rounds.push({ round, columns, latency: lat, pickup });
+      progress(progressLine(round, options.rounds, columns, lat, pickup));
+      progress(
+        `  round ${round} took ${((Date.now() - roundStarted) / 1000).toFixed(1)} s, the columns ${(columnsMs / 1000).toFixed(1)} s`,
+      );
     }
     const peaks: Record<string, number | null> = {};
-    for (const probe of probes) {
+    for (const probe of [...probes, ...pickups, latency, ...systems]) {
       for (const [name, value] of Object.entries(probe.peaks())) peaks[name] = maxOf(peaks[name] ?? null, value);
     }
     return {
@@ -229,6 +141,7 @@ export async function runBench(
       rounds,
       peaks,
       benchPeakRssMiB: process.resourceUsage().maxRSS / 1024,
+      notes,
       startedAt: new Date(started).toISOString(),
       durationMs: Date.now() - started,
     };
@@ -255,9 +168,21 @@ function environment(): RunRecord['environment'] {
   };
 }
 
-function progressLine(round: number, of: number, columns: Record<string, Throughput>, lat: LatencySample): string {
+function progressLine(
+  round: number,
+  of: number,
+  columns: Record<string, Throughput>,
+  lat: LatencySample,
+  pickup: Record<string, PickupSample>,
+): string {
   const cols = Object.entries(columns)
     .map(([id, t]) => `${id} ${t.perSec.toFixed(0)}${t.errors ? ` (${t.errors} errors: ${t.firstError})` : ''}`)
     .join(', ');
-  return `round ${round}/${of}: ${cols} per s; send p50 ${lat.gatewayP50Ms.toFixed(2)} ms (bare gateway ${lat.bareGatewayP50Ms.toFixed(2)}) vs direct ${lat.directP50Ms.toFixed(2)} ms`;
+  const picked = Object.entries(pickup)
+    .map(
+      ([journal, p]) =>
+        `${journal} ${p.afterEnqueueP50Ms.toFixed(2)} ms${p.errors ? ` (${p.errors} errors: ${p.firstError})` : ''}`,
+    )
+    .join(', ');
+  return `round ${round}/${of}: ${cols} per s; send p50 ${lat.gatewayP50Ms.toFixed(2)} ms vs direct ${lat.directP50Ms.toFixed(2)} ms; pickup p50 ${picked}`;
 }

@@ -13,31 +13,34 @@ export async function pendingJobs(knex: Knex): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Enqueues enough jobs that `target` are pending; returns how many were added. */
-export async function topUp(knex: Knex, target: number, label: string): Promise<number> {
+/**
+ * Enqueues enough jobs that `target` are pending; returns how many were added. `runAt`: when
+ * the new jobs become claimable (default now).
+ */
+export async function topUp(knex: Knex, target: number, label: string, runAt?: number): Promise<number> {
   const missing = target - (await pendingJobs(knex));
   if (missing <= 0) return 0;
   await knex.transaction(async (trx) => {
     const now = Date.now();
     for (let i = 0; i < missing; i++) {
       const id = `${label}-${runPrefix}-${nextId++}`;
-      await enqueueIn(trx, seedJob(id), now);
+      await enqueueIn(trx, seedJob(id, runAt), now);
     }
   });
   return missing;
 }
 
 /** What `POST /jobs {id, qty: 1}` hands the store once its schema has filled in the defaults. */
-function seedJob(id: string): NewJob {
+function seedJob(id: string, runAt: number | undefined): NewJob {
   return {
     id,
     qty: 1,
     payload: null,
     maxAttempts: DEFAULT_MAX_ATTEMPTS,
     priority: 0,
-    runAt: undefined,
+    runAt,
     deadline: undefined,
     deadlineMs: undefined,
-    request: JSON.stringify({ id, qty: 1 }),
+    request: JSON.stringify(runAt === undefined ? { id, qty: 1 } : { id, qty: 1, runAt }),
   };
 }

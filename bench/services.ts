@@ -1,56 +1,71 @@
 // The queue over HTTP and the whole system, each service a child process started through the
-// CLI: claim + finish with QueueClient against `leasehold queue`, and claim, send through
+// CLI: finish-and-claim-next with QueueClient against `leasehold queue`, and claim, send through
 // `leasehold gateway` to `leasehold receiver`, finish, from several worker processes.
 import { join } from 'node:path';
+import type { SqliteJournal } from '../platform/sqlite.js';
 import { QueueClient } from '../queue/client.js';
-import { changeCounter } from './bare-sqlite.js';
-import { Fleet } from './fleet.js';
-import type { ThroughputProbe } from './library.js';
+import { Fleet, type WindowResult } from './fleet.js';
+import { LEASE_MS, heldLeaseCycle, type ThroughputProbe } from './library.js';
 import { runLoops } from './loops.js';
-import { QueueDb, counted } from './measure.js';
-import { peakRssMiB, startBareFront, startService, type ChildService, type ServiceLogs } from './processes.js';
+import { QueueDb, Sizing } from './measure.js';
+import { localCounts, meters, metered, postgresServerCpu, serviceCounts, sqliteCommits, type Meter } from './meters.js';
+import { peakRssMiB, startBareFront, startService, type ChildService } from './processes.js';
 
-const LEASE_MS = 30_000;
+export interface HttpColumn {
+  /** SQLite file or PostgreSQL URL. */
+  db: string;
+  loops: number;
+  label: string;
+  journal?: SqliteJournal;
+  /** `bare`: the same store behind a bare node:http handler (bare-front.ts), the reference for what HTTP itself costs. */
+  front?: 'service' | 'bare';
+}
 
 /**
- * `leasehold queue` as a child process, driven by `loops` concurrent QueueClient loops here; or,
- * with `front: 'bare'`, the same store behind a bare node:http handler (bare-front.ts), the
- * reference for what HTTP itself costs. `logs`: the service logs at that level to that file.
+ * `leasehold queue` as a child process, driven by `loops` concurrent QueueClient loops here,
+ * each finishing its job and claiming the next in one request (`POST /jobs/:id/finish` with
+ * `next`).
  */
-export async function openHttpProbe(
-  db: string,
-  loops: number,
-  label: string,
-  front: 'service' | 'bare' = 'service',
-  logs?: ServiceLogs,
-): Promise<ThroughputProbe> {
-  const queue = await QueueDb.open(db);
+export async function openHttpProbe(column: HttpColumn): Promise<ThroughputProbe> {
+  const { db, loops, label, journal = 'delete', front = 'service' } = column;
+  const queue = await QueueDb.open(db, journal);
   let service: ChildService;
   try {
     service =
       front === 'service'
-        ? await startService(`queue (${label})`, 'queue', ['--db', db], logs)
+        ? await startService(`queue (${label})`, 'queue', ['--db', db, '--journal', journal])
         : await startBareFront(`bare queue front (${label})`, 'queue', ['--db', db]);
   } catch (err) {
     await queue.close();
     throw err;
   }
   const client = new QueueClient(service.url);
+  // The client loops' CPU is counted too: they share the machine's cores with the service.
+  const meter = meters(
+    queue.commits,
+    serviceCounts(service, front === 'service' ? 'queue' : 'bare queue front', queue.isPostgres),
+    localCounts(false, 'client loops (benchmark process)'),
+    postgresServerCpu(db),
+  );
+  const sizing = new Sizing(loops > 1 ? 4 : 1);
+  const cycle = heldLeaseCycle(
+    {
+      claim: async (owner) => (await client.claimMany(owner, { max: 1, leaseMs: LEASE_MS }))[0] ?? null,
+      finishAndClaim: async (lease) =>
+        (await client.finishAndClaim(lease.id, { owner: lease.owner, token: lease.token })).next,
+    },
+    (loop) => `${label}-${loop}`,
+  );
   return {
-    prepare: (ctx) => queue.prepare(ctx, label),
-    slice: (ms) =>
-      counted(
-        () => queue.commits(),
-        () =>
-          runLoops(loops, ms, async (loop) => {
-            const owner = `${label}-${loop}`;
-            const lease = await client.claim(owner, LEASE_MS);
-            if (!lease) return false;
-            await client.finish(lease.id, { owner, token: lease.token });
-            return true;
-          }),
-      ),
-    peaks: (): Record<string, number | null> => (front === 'service' ? { queue: peakRssMiB(service.pid) } : {}),
+    prepare: (ctx) => queue.topUp(sizing.pending(ctx), label),
+    slice: async (ms) => {
+      const result = await metered(meter, () => runLoops(loops, ms, cycle));
+      sizing.observe(result);
+      return result;
+    },
+    peaks: (): Record<string, number | null> => ({
+      [front === 'service' ? 'queue' : 'bare queue front']: peakRssMiB(service.pid),
+    }),
     close: async () => {
       client.close();
       await service.stop();
@@ -59,7 +74,7 @@ export async function openHttpProbe(
   };
 }
 
-/** Queue, receiver and gateway as child processes, on their own database files. */
+/** Queue, receiver and gateway as child processes, on their own databases. */
 export class System {
   private constructor(
     readonly queueDb: QueueDb,
@@ -69,18 +84,21 @@ export class System {
     readonly gateway: ChildService,
   ) {}
 
-  /** `dbs`: SQLite files (the default, in `dir`) or PostgreSQL URLs for the queue and the receiver. */
-  static async start(dir: string, dbs?: { queue: string; receiver: string }): Promise<System> {
-    const queueDbPath = dbs?.queue ?? join(dir, 'e2e-queue.sqlite');
-    const receiverDb = dbs?.receiver ?? join(dir, 'e2e-receiver.sqlite');
+  /** `name.*.sqlite` files in `dir`, or PostgreSQL URLs (`dbs`) for the queue and the receiver. */
+  static async start(dir: string, name: string, dbs?: { queue: string; receiver: string }): Promise<System> {
+    const queueDbPath = dbs?.queue ?? join(dir, `${name}-queue.sqlite`);
+    const receiverDb = dbs?.receiver ?? join(dir, `${name}-receiver.sqlite`);
     const queueDb = await QueueDb.open(queueDbPath);
     const started: ChildService[] = [];
     try {
-      const queue = await startService('queue (e2e)', 'queue', ['--db', queueDbPath]);
-      started.push(queue);
-      const receiver = await startService('receiver', 'receiver', ['--db', receiverDb]);
-      started.push(receiver);
-      const gateway = await startService('gateway', 'gateway', ['--queue', queue.url, '--receiver', receiver.url]);
+      const [queue, receiver] = await Promise.all([
+        startService(`queue (${name})`, 'queue', ['--db', queueDbPath]).then((s) => (started.push(s), s)),
+        startService(`receiver (${name})`, 'receiver', ['--db', receiverDb]).then((s) => (started.push(s), s)),
+      ]);
+      started.push(
+        await startService(`gateway (${name})`, 'gateway', ['--queue', queue.url, '--receiver', receiver.url]),
+      );
+      const gateway = started.at(-1)!;
       return new System(queueDb, receiverDb, queue, receiver, gateway);
     } catch (err) {
       await Promise.all(started.map((s) => s.stop()));
@@ -89,10 +107,19 @@ export class System {
     }
   }
 
-  /** Committed write transactions in the queue's and the receiver's SQLite files together. */
-  async commits(): Promise<number | null> {
-    const queue = await this.queueDb.commits();
-    return queue === null || this.queueDb.isPostgres ? null : queue + (await changeCounter(this.receiverDb));
+  /**
+   * Commits in the queue's and the receiver's SQLite files together, and the statements and
+   * requests of all three services.
+   */
+  get meter(): Meter {
+    const pg = this.queueDb.isPostgres;
+    return meters(
+      this.queueDb.commits,
+      pg ? async () => ({}) : sqliteCommits(this.receiverDb),
+      serviceCounts(this.queue, 'queue', pg),
+      serviceCounts(this.receiver, 'receiver', pg),
+      serviceCounts(this.gateway, 'gateway'),
+    );
   }
 
   peaks(): Record<string, number | null> {
@@ -109,20 +136,31 @@ export class System {
   }
 }
 
-/** `workers` processes, each claiming, sending through the gateway and finishing, one at a time. */
-export async function openEndToEndProbe(system: System, workers: number, label: string): Promise<ThroughputProbe> {
-  const fleet = await Fleet.start(workers, label, {
+/**
+ * `processes` of the benchmark's own minimal worker, `concurrency` loops each: send through the
+ * gateway, then finish and claim the next in one request. The reference for `leasehold worker`.
+ */
+export async function openEndToEndProbe(
+  system: System,
+  processes: number,
+  concurrency: number,
+  label: string,
+): Promise<ThroughputProbe> {
+  const fleet = await Fleet.start(processes, label, {
     mode: 'e2e',
     queueUrl: system.queue.url,
     gatewayUrl: system.gateway.url,
   });
+  const sizing = new Sizing(2);
+  const meter = system.meter;
   return {
-    prepare: (ctx) => system.queueDb.prepare(ctx, label),
-    slice: (ms) =>
-      counted(
-        () => system.commits(),
-        () => fleet.run(ms),
-      ),
+    prepare: (ctx) => system.queueDb.topUp(sizing.pending(ctx), label),
+    slice: async (ms) => {
+      let run: WindowResult | undefined;
+      const result = await metered(meter, async () => (run = await fleet.run(ms, concurrency)));
+      sizing.observe(result);
+      return { ...result, cpu: { ...result.cpu, 'minimal worker processes': run?.cpuMs ?? null } };
+    },
     peaks: () => ({ ...system.peaks(), 'e2e worker process': fleet.peakRssMiB() }),
     close: () => fleet.stop(),
   };

@@ -1,0 +1,59 @@
+// Round trips as a process sees them: every statement handed to a database driver (each one a
+// hop to the driver's thread or socket and back), PostgreSQL COMMITs, and HTTP requests its
+// servers received. Installed in the benchmark process for the in-process columns, and in each
+// service through count-preload.ts.
+import { subscribe } from 'node:diagnostics_channel';
+import { createRequire } from 'node:module';
+
+export interface ProcessCounts {
+  /** Statements executed through sqlite3 (Statement run/all/get/each, Database exec) or pg (Client query). */
+  statements: number;
+  /** COMMITs sent to PostgreSQL: its write transactions, as this process sees them. */
+  pgCommits: number;
+  /** HTTP requests this process's servers received. */
+  requests: number;
+  /** CPU time this process has used, user and system, in ms. */
+  cpuMs: number;
+}
+
+const counts = { statements: 0, pgCommits: 0, requests: 0 };
+let installed = false;
+
+export function processCounts(): ProcessCounts {
+  const cpu = process.cpuUsage();
+  return { ...counts, cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
+/** Wraps the drivers' methods in place and listens for incoming requests; idempotent. */
+export function installCounters(): void {
+  if (installed) return;
+  installed = true;
+  const require = createRequire(import.meta.url);
+  const sqlite3 = require('sqlite3') as {
+    Statement: { prototype: Record<string, unknown> };
+    Database: { prototype: Record<string, unknown> };
+  };
+  // Database#run/all/get/each make a Statement and call its method: counted there, once.
+  for (const method of ['run', 'all', 'get', 'each']) wrap(sqlite3.Statement.prototype, method, () => 1);
+  wrap(sqlite3.Database.prototype, 'exec', () => 1);
+  const pg = require('pg') as { Client: { prototype: Record<string, unknown> } };
+  wrap(pg.Client.prototype, 'query', (args) => {
+    const first = args[0] as string | { text?: string } | undefined;
+    const text = typeof first === 'string' ? first : (first?.text ?? '');
+    if (/^\s*COMMIT\b/i.test(text)) counts.pgCommits++;
+    return 1;
+  });
+  subscribe('http.server.request.start', () => counts.requests++);
+}
+
+function wrap(target: Record<string, unknown>, method: string, weigh: (args: unknown[]) => number): void {
+  const original = target[method] as ((...args: unknown[]) => unknown) | undefined;
+  if (typeof original !== 'function') return;
+  target[method] = function (this: unknown, ...args: unknown[]) {
+    counts.statements += weigh(args);
+    return original.apply(this, args);
+  };
+}
+
+/** The line a service prints on stdout when asked for its counts (SIGUSR2). */
+export const COUNTS_LINE = 'leasehold-bench-counts ';
