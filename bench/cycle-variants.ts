@@ -1,7 +1,8 @@
 // One claim + finish cycle, several ways, each timed per statement inside the driver: the
 // store as shipped, and the store's own SQL (claimIn/finishIn) on the bare driver without
 // knex, with statements prepared once or prepared on every call.
-import { claimIn, finishIn, type Executor } from '../queue/knex-store.js';
+import { claimIn, finishIn } from '../queue/knex-store.js';
+import type { Executor } from '../platform/sql.js';
 import { sqliteDialect } from '../queue/sqlite-store.js';
 import { systemClock, type QueueStore } from '../queue/index.js';
 import type sqlite3 from 'sqlite3';

@@ -26,17 +26,10 @@ import {
 } from './rules.js';
 import type { ListQuery, QueueStore } from './store.js';
 import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, RetryInput, Stats } from './types.js';
-import { rowToJob, rowsOf, toJsonText, type Row } from './rows.js';
+import { rowToJob, toJsonText } from './rows.js';
+import { rowsOf, type Executor, type Row } from '../platform/sql.js';
 import { ClaimableSignal } from './claimable.js';
 import type { GroupCommitStats } from '../platform/group-commit.js';
-
-/**
- * What the queue's SQL runs on: a knex handle or transaction, or (on SQLite's write path) a
- * connection inside `BEGIN IMMEDIATE` that runs prepared statements directly.
- */
-export interface Executor {
-  raw(sql: string, bindings: readonly Knex.Value[]): PromiseLike<unknown>;
-}
 
 export interface Dialect {
   /** Runs `work` in one short write transaction, handing it the queue's `now` read inside it. */

@@ -4,8 +4,8 @@
 // serialization failures and deadlocks.
 import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
-import { KnexQueueStore, type Dialect, type Executor } from './knex-store.js';
-import { rowsOf } from './rows.js';
+import { KnexQueueStore, type Dialect } from './knex-store.js';
+import { rowsOf, type Executor } from '../platform/sql.js';
 import { PostgresClaimableSignal } from './claimable.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { queueMigrations } from './migrations/index.js';

@@ -1,14 +1,7 @@
 // Rows of queue_jobs as the drivers return them, mapped to Jobs in one place: bigint columns
 // may arrive as strings (pg), payload and result are JSON text.
+import type { Row } from '../platform/sql.js';
 import type { DeadReason, Job, JobStatus } from './types.js';
-
-export type Row = Record<string, unknown>;
-
-/** knex's raw() returns rows directly on SQLite and a result object on PostgreSQL. */
-export function rowsOf(result: unknown): Row[] {
-  if (Array.isArray(result)) return result as Row[];
-  return ((result as { rows?: Row[] }).rows ?? []) as Row[];
-}
 
 function num(value: unknown): number {
   return typeof value === 'number' ? value : Number(value);

@@ -16,15 +16,8 @@ import {
   type Judgement,
   type Outcome,
 } from './rules.js';
+import { rowsOf, type Executor, type Row } from '../platform/sql.js';
 import type { ApplyEffect, EffectStore, JournalEntry, PageQuery, PruneOptions, Recorded, Totals } from './store.js';
-
-/**
- * What the receiver's SQL runs on: a knex transaction, or (on SQLite's write path) a connection
- * inside `BEGIN IMMEDIATE` that runs prepared statements directly.
- */
-export interface Executor {
-  raw(sql: string, bindings: readonly Knex.Value[]): PromiseLike<unknown>;
-}
 
 export interface EffectDialect {
   /**
@@ -51,14 +44,6 @@ export interface KnexEffectStoreOptions {
 const EFFECTS = 'receiver_effects';
 const JOURNAL = 'receiver_journal';
 const EFFECT_COLUMNS = 'job_id, qty, token, applied_at, highest_token';
-
-type Row = Record<string, unknown>;
-
-/** knex's raw() resolves with the rows on SQLite and with a result object on PostgreSQL. */
-function rowsOf(result: unknown): Row[] {
-  if (Array.isArray(result)) return result as Row[];
-  return (result as { rows?: Row[] }).rows ?? [];
-}
 
 // Number(): PostgreSQL's driver returns bigint columns as strings; SQLite returns numbers.
 const toEffect = (row: Row): Effect => ({
