@@ -3,11 +3,12 @@
 // where a person can look at them.
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, launchHeadless } from '../../scripts/chromium.mjs';
 import { onTestFinished } from 'vitest';
 import { ROOT } from './processes.js';
 
-export const CHROMIUM = process.env.LEASEHOLD_CHROMIUM ?? '/usr/bin/chromium';
+export { CHROMIUM };
 
 /**
  * Whether the browser tests run: always in CI (CI=true), where a missing Chromium is a failure;
@@ -21,23 +22,12 @@ export function browserTestsRun(): boolean {
   return false;
 }
 
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
 /** A browser closed when the test ends. */
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`no Chromium at ${CHROMIUM}: CI=true needs it (.ci/run installs Debian's chromium package)`);
   }
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const browser = await launchHeadless();
   onTestFinished(() => browser.close());
   return browser;
 }
