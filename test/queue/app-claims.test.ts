@@ -1,39 +1,9 @@
 // Fewer round trips per job, over HTTP (supertest, no listen): batch claims, long-polling
 // claims, finish-and-claim-next, and several lease checks in one request.
-import { afterEach, describe, expect, test } from 'vitest';
-import request from 'supertest';
-import { join } from 'node:path';
-import { createQueueApp, openSqliteQueueStore, type QueueApp, type QueueStore } from '../../queue/index.js';
-import { fakeClock } from '../helpers/clock.js';
-import { tempDir } from '../helpers/tmp.js';
+import { describe, expect, test } from 'vitest';
+import { appSetup, expectError } from './app-setup.js';
 
-const opened: Array<{ store: QueueStore; app: QueueApp }> = [];
-afterEach(async () => {
-  for (const { store, app } of opened.splice(0)) {
-    app.close();
-    await store.close();
-  }
-});
-
-async function setup() {
-  const clock = fakeClock(1_000_000);
-  const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-claims-'), 'q.sqlite'), clock });
-  const app = createQueueApp({ store, repollMs: 60_000 });
-  opened.push({ store, app });
-  const http = () => request(app);
-  const enqueue = async (id: string, extra: Record<string, unknown> = {}) => {
-    const res = await http()
-      .post('/jobs')
-      .send({ id, qty: 1, ...extra });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-  };
-  return { http, store, clock, enqueue };
-}
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
-  expect(res.body.error.message.length, 'a sentence in error.message').toBeGreaterThan(10);
-}
+const setup = appSetup;
 
 describe('POST /claims with max and waitMs', () => {
   test('max answers {leases}: between 1 and max, in claim order, all for the one owner', async () => {

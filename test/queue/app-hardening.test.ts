@@ -18,6 +18,7 @@ import { MAX_OFFSET_MS } from '../../queue/schemas.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
+import { expectError } from './app-setup.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -30,11 +31,6 @@ const dialects: Record<string, (clock: ReturnType<typeof fakeClock>) => Promise<
   sqlite: (clock) => openSqliteQueueStore({ filename: join(tempDir('leasehold-hardening-'), 'q.sqlite'), clock }),
   postgres: (clock) => openPostgresQueueStore({ connectionString: testSchema('lh_qh').url, clock }),
 };
-
-function expectError(res: request.Response, status: number, code: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
-  expect(res.body.error.message.length).toBeGreaterThan(20);
-}
 
 describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
   async function setup() {
@@ -62,7 +58,7 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
     ['257 characters', 'x'.repeat(257)],
   ])('an id with %s is 400, and nothing is enqueued', async (_name, id) => {
     const { http, stats } = await setup();
-    expectError(await http().post('/jobs').send({ id, qty: 1 }), 400, 'invalid_request');
+    expectError(await http().post('/jobs').send({ id, qty: 1 }), 400, 'invalid_request', 20);
     expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
   });
 
@@ -70,10 +66,10 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
     const { http, leased } = await setup();
     const lease = await leased('j1');
     for (const owner of ['w\udfff', 'w\u0000']) {
-      expectError(await http().post('/claims').send({ owner }), 400, 'invalid_request');
+      expectError(await http().post('/claims').send({ owner }), 400, 'invalid_request', 20);
       for (const op of ['heartbeat', 'finish', 'fail', 'verify', 'release']) {
         const body = op === 'fail' ? { owner, token: lease.token, error: 'x' } : { owner, token: lease.token };
-        expectError(await http().post(`/jobs/j1/${op}`).send(body), 400, 'invalid_request');
+        expectError(await http().post(`/jobs/j1/${op}`).send(body), 400, 'invalid_request', 20);
       }
     }
   });
@@ -87,7 +83,7 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
   ])('GET %s is 400 saying why, never 500', async (path, reason) => {
     const { http } = await setup();
     const res = await http().get(path);
-    expectError(res, 400, 'invalid_request');
+    expectError(res, 400, 'invalid_request', 20);
     expect(res.body.error.message).toContain(reason);
   });
 
@@ -112,14 +108,14 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
       .post('/jobs')
       .set('content-type', 'application/json')
       .send(`{"id":"deep","qty":1,"payload":${deep(5_000)}}`);
-    expectError(enqueue, 400, 'invalid_request');
+    expectError(enqueue, 400, 'invalid_request', 20);
     expect(enqueue.body.error.message).toMatch(/more than 64 levels deep/);
     const lease = await leased('j1');
     const finish = await http()
       .post('/jobs/j1/finish')
       .set('content-type', 'application/json')
       .send(`{"owner":"w1","token":${lease.token},"result":${deep(5_000)}}`);
-    expectError(finish, 400, 'invalid_request');
+    expectError(finish, 400, 'invalid_request', 20);
     expect(await stats()).toEqual({ pending: 0, leased: 1, done: 0, dead: 0 });
     // Deep, but within the limit: stored and read back as sent.
     const ok = await http()
@@ -133,7 +129,7 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
   test('a deadlineMs or retryInMs that would take a time past 2^53 - 1 is 400; the longest allowed stays safe', async () => {
     const { http, leased } = await setup();
     for (const deadlineMs of [Number.MAX_SAFE_INTEGER, MAX_OFFSET_MS + 1]) {
-      expectError(await http().post('/jobs').send({ id: 'far', qty: 1, deadlineMs }), 400, 'invalid_request');
+      expectError(await http().post('/jobs').send({ id: 'far', qty: 1, deadlineMs }), 400, 'invalid_request', 20);
     }
     const longest = await http().post('/jobs').send({ id: 'far', qty: 1, deadlineMs: MAX_OFFSET_MS });
     expect(longest.status).toBe(201);
@@ -145,7 +141,7 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
     const tooLate = await http()
       .post('/jobs/j1/fail')
       .send({ owner: 'w1', token: lease.token, error: 'x', retryInMs: Number.MAX_SAFE_INTEGER });
-    expectError(tooLate, 400, 'invalid_request');
+    expectError(tooLate, 400, 'invalid_request', 20);
     expect((await http().get('/jobs/j1')).body.job.status).toBe('leased');
     const later = await http()
       .post('/jobs/j1/fail')
@@ -160,7 +156,7 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
       .set('content-type', 'application/json')
       .set('content-encoding', 'gzip')
       .send('{"id":"z","qty":1}');
-    expectError(res, 400, 'invalid_request');
+    expectError(res, 400, 'invalid_request', 20);
     expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
   });
 
@@ -172,11 +168,13 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
         await http().post('/jobs').set('content-type', type).send('{"qty":1}'),
         415,
         'unsupported_media_type',
+        20,
       );
       expectError(
         await http().post('/claims').set('content-type', type).send('{"owner":"evil"}'),
         415,
         'unsupported_media_type',
+        20,
       );
     }
     expect(await stats()).toEqual({ pending: 0, leased: 1, done: 0, dead: 0 });

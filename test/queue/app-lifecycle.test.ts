@@ -1,50 +1,10 @@
 // The job lifecycle over HTTP (supertest, no listen): a holder releases its job, an operator
 // cancels a live job or retries a dead one; refusals and bad bodies change nothing.
-import { afterEach, describe, expect, test } from 'vitest';
-import request from 'supertest';
-import { join } from 'node:path';
-import { createQueueApp, openSqliteQueueStore, type Job, type QueueApp, type QueueStore } from '../../queue/index.js';
-import { fakeClock } from '../helpers/clock.js';
-import { tempDir } from '../helpers/tmp.js';
+import { describe, expect, test } from 'vitest';
+import type { Job } from '../../queue/index.js';
+import { appSetup, expectError } from './app-setup.js';
 
-const opened: Array<{ store: QueueStore; app: QueueApp }> = [];
-afterEach(async () => {
-  for (const { store, app } of opened.splice(0)) {
-    app.close();
-    await store.close();
-  }
-});
-
-async function setup() {
-  const clock = fakeClock(1_000_000);
-  const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-lifecycle-'), 'q.sqlite'), clock });
-  // Long polls re-poll only once a minute here: a waiting claim that answers sooner was woken.
-  const app = createQueueApp({ store, repollMs: 60_000 });
-  opened.push({ store, app });
-  const http = () => request(app);
-  const enqueue = async (id: string, extra: Record<string, unknown> = {}) => {
-    const res = await http()
-      .post('/jobs')
-      .send({ id, qty: 1, ...extra });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-  };
-  const claim = async (owner: string, leaseMs = 1_000) => {
-    const res = await http().post('/claims').send({ owner, leaseMs });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.lease as { id: string; owner: string; token: number };
-  };
-  const job = async (id: string): Promise<Job> => {
-    const found = await store.get(id);
-    if (!found) throw new Error(`job ${id} is missing`);
-    return found;
-  };
-  return { http, store, clock, enqueue, claim, job };
-}
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
-  expect(res.body.error.message.length, 'a sentence in error.message').toBeGreaterThan(10);
-}
+const setup = appSetup;
 
 describe('POST /jobs/:id/release', () => {
   test('gives the job back: pending now, the attempt returned; the next claim gets token + 1', async () => {

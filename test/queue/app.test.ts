@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createQueueApp, openSqliteQueueStore, type QueueStore } from '../../queue/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { tempDir } from '../helpers/tmp.js';
+import { expectError } from './app-setup.js';
 
 const stores: QueueStore[] = [];
 afterEach(async () => {
@@ -23,12 +24,6 @@ async function setup() {
     return res.body.lease as { id: string; owner: string; token: number; leaseUntil: number };
   };
   return { app, http, store, clock, claim };
-}
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }, JSON.stringify(res.body)).toEqual({ status, code });
-  expect(typeof res.body.error.message).toBe('string');
-  expect(res.body.error.message.length).toBeGreaterThan(10);
 }
 
 describe('queue HTTP API', () => {
