@@ -4,6 +4,7 @@ import { Option, type Command } from 'commander';
 import {
   apiKeyOption,
   checkOptions,
+  flagNamesOf,
   failStart,
   headersTimeoutOption,
   leaseholdCommand,
@@ -105,26 +106,16 @@ export function gatewayCommand(): Command {
         retryBudgetMs: flags.retryBudgetMs,
         apiKey: flags.apiKey,
       };
-      checkOptions(command, FLAG_NAMES, () => resolveGatewayOptions(options));
+      checkOptions(command, flagNamesOf(command, { queueUrl: '--queue', receiverUrl: '--receiver' }), () =>
+        resolveGatewayOptions(options),
+      );
       const limits = serverLimitsOf(flags);
-      checkOptions(command, FLAG_NAMES, () => resolveListenOptions(limits));
+      checkOptions(command, flagNamesOf(command, { queueUrl: '--queue', receiverUrl: '--receiver' }), () =>
+        resolveListenOptions(limits),
+      );
       await runGateway({ ...options, ...limits, host: flags.host, port: flags.port }, flags.logLevel);
     });
 }
-
-/** The library's option names, as the flags that set them. */
-const FLAG_NAMES: Record<string, string> = {
-  queueUrl: '--queue',
-  receiverUrl: '--receiver',
-  receiverTimeoutMs: '--receiver-timeout-ms',
-  queueTimeoutMs: '--queue-timeout-ms',
-  retryAttempts: '--retry-attempts',
-  retryBudgetMs: '--retry-budget-ms',
-  apiKey: '--api-key',
-  headersTimeoutMs: '--headers-timeout-ms',
-  requestTimeoutMs: '--request-timeout-ms',
-  maxConnections: '--max-connections',
-};
 
 async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {
   const logger = createLogger({ service: 'gateway', level: logLevel });

@@ -183,6 +183,20 @@ export function dbOption(defaultFile: string, description: string): Option {
  * Runs a library's option check (`resolveGatewayOptions`...) on the flags; its RangeError, which
  * names the library's fields, becomes a usage error that names the flags (`flagNames`) instead.
  */
+/**
+ * The library's option names as the flags that set them: every option of `command` by its
+ * attribute name (`headersTimeoutMs` → `--headers-timeout-ms`), plus `renamed` where the library
+ * calls a value something else than its flag does (`queueUrl` → `--queue`).
+ */
+export function flagNamesOf(command: Command, renamed: Record<string, string> = {}): Record<string, string> {
+  const derived = Object.fromEntries(
+    command.options
+      .filter((option) => option.long !== undefined)
+      .map((option) => [option.attributeName(), option.long!]),
+  );
+  return { ...derived, ...renamed };
+}
+
 export function checkOptions<T>(command: Command, flagNames: Record<string, string>, check: () => T): T {
   try {
     return check();

@@ -4,6 +4,7 @@ import { redactDb } from '../platform/postgres.js';
 import {
   apiKeyOption,
   checkOptions,
+  flagNamesOf,
   dbOption,
   failStart,
   headersTimeoutOption,
@@ -82,21 +83,13 @@ export function queueCommand(): Command {
       `\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".\n${SECRETS_IN_VARIABLES}`,
     )
     .action(async (flags: QueueFlags, command: Command) => {
-      checkOptions(command, FLAG_NAMES, () => {
+      checkOptions(command, flagNamesOf(command), () => {
         if (flags.apiKey !== undefined) checkApiKey(flags.apiKey);
         return resolveListenOptions(flags);
       });
       await runQueue(flags);
     });
 }
-
-/** The library's option names, as the flags that set them. */
-const FLAG_NAMES: Record<string, string> = {
-  apiKey: '--api-key',
-  headersTimeoutMs: '--headers-timeout-ms',
-  requestTimeoutMs: '--request-timeout-ms',
-  maxConnections: '--max-connections',
-};
 
 async function runQueue(flags: QueueFlags): Promise<void> {
   const logger = createLogger({ service: 'queue', level: flags.logLevel });

@@ -3,6 +3,7 @@
 import { Option, type Command } from 'commander';
 import {
   checkOptions,
+  flagNamesOf,
   dbOption,
   failStart,
   headersTimeoutOption,
@@ -35,13 +36,6 @@ interface ReceiverFlags {
   maxConnections: number;
   logLevel: string;
 }
-
-/** The library's option names, as the flags that set them. */
-const FLAG_NAMES: Record<string, string> = {
-  headersTimeoutMs: '--headers-timeout-ms',
-  requestTimeoutMs: '--request-timeout-ms',
-  maxConnections: '--max-connections',
-};
 
 export function receiverCommand(): Command {
   return leaseholdCommand('receiver')
@@ -85,7 +79,7 @@ export function receiverCommand(): Command {
     .action(async (flags: ReceiverFlags, command: Command) => {
       if (flags.secret === '')
         command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
-      checkOptions(command, FLAG_NAMES, () => resolveListenOptions(flags));
+      checkOptions(command, flagNamesOf(command), () => resolveListenOptions(flags));
       await runReceiver(flags);
     });
 }

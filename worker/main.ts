@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { apiKeyOption, checkOptions, integerAtLeast, leaseholdCommand, logLevelOption } from '../platform/flags.js';
+import {
+  apiKeyOption,
+  checkOptions,
+  flagNamesOf,
+  integerAtLeast,
+  leaseholdCommand,
+  logLevelOption,
+} from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
 import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
 import type { ExitingEvent, StalledEvent, WorkerLine } from './events.js';
@@ -142,7 +149,7 @@ export function workerCommand(): Command {
       ].join('\n'),
     )
     .action(async (flags: WorkerFlags, command: Command) => {
-      checkOptions(command, FLAG_NAMES, () =>
+      checkOptions(command, flagNamesOf(command, { queueUrl: '--queue', gatewayUrl: '--gateway' }), () =>
         resolveWorkerOptions({
           queueUrl: flags.queue,
           gatewayUrl: flags.gateway,
@@ -158,19 +165,6 @@ export function workerCommand(): Command {
       await runWorkerProcess(flags);
     });
 }
-
-/** The library's option names, as the flags that set them. */
-const FLAG_NAMES: Record<string, string> = {
-  queueUrl: '--queue',
-  gatewayUrl: '--gateway',
-  apiKey: '--api-key',
-  name: '--name',
-  leaseMs: '--lease-ms',
-  concurrency: '--concurrency',
-  waitMs: '--wait-ms',
-  pollMs: '--poll-ms',
-  graceMs: '--grace-ms',
-};
 
 async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   const logger = createLogger({ service: 'worker', level: flags.logLevel });
