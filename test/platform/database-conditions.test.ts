@@ -35,6 +35,7 @@ import { postgresEffectDialect } from '../../receiver/postgres-store.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
+import { newJobInput } from '../queue/store.suite.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -143,17 +144,7 @@ describe('PostgreSQL read-only (a standby, or default_transaction_read_only): 50
     const { url } = testSchema('lh_ro');
     const writable = await openPostgresQueueStore({ connectionString: url, clock });
     closers.push(() => writable.close());
-    await writable.enqueue({
-      id: 'kept',
-      qty: 1,
-      payload: null,
-      maxAttempts: 5,
-      priority: 0,
-      runAt: undefined,
-      deadline: undefined,
-      deadlineMs: undefined,
-      request: '{}',
-    });
+    await writable.enqueue(newJobInput({ id: 'kept' }));
     const { knex, schema } = await readOnlyKnex(url);
     const store = new KnexQueueStore(knex, postgresDialect({ schema, clock, retryBudgetMs: 500 }));
     const error = await store.claim('w1', 1_000).catch((err: unknown) => err);
@@ -215,17 +206,7 @@ describe('more writes waiting than the store takes: shed with 503, never a queue
       commitWindowMs: 0,
     });
     closers.push(() => store.close());
-    const input = (i: number) => ({
-      id: `j${i}`,
-      qty: 1,
-      payload: null,
-      maxAttempts: 5,
-      priority: 0,
-      runAt: undefined,
-      deadline: undefined,
-      deadlineMs: undefined,
-      request: `${i}`,
-    });
+    const input = (i: number) => newJobInput({ id: `j${i}` });
     const writes = Array.from({ length: CommitQueueFull.DEFAULT_MAX + 50 }, (_, i) =>
       store.enqueue(input(i)).then(
         () => 'ok',

@@ -7,6 +7,7 @@ import { createQueueApp, openSqliteQueueStore, type QueueStore } from '../../que
 import { QueueUi, type UiState } from '../../queue/ui.js';
 import { fakeClock } from '../helpers/clock.js';
 import { tempDir } from '../helpers/tmp.js';
+import { newJobInput } from './store.suite.js';
 
 const stores: QueueStore[] = [];
 afterEach(async () => {
@@ -143,17 +144,7 @@ describe('QueueUi', () => {
   test('keeps only the latest refusals and claims, newest first', async () => {
     const { ui: page, store } = await ui({ refusalsKept: 3, claimsKept: 4, shareMs: 0 });
     for (let i = 1; i <= 5; i += 1) {
-      await store.enqueue({
-        id: `j${i}`,
-        qty: 1,
-        payload: null,
-        maxAttempts: 5,
-        priority: 0,
-        runAt: undefined,
-        deadline: undefined,
-        deadlineMs: undefined,
-        request: `{"id":"j${i}"}`,
-      });
+      await store.enqueue(newJobInput({ id: `j${i}` }));
       const lease = (await store.claim('w1', 1_000))!;
       page.claimed(lease);
       await store.finish(lease.id, { owner: 'w1', token: 7 }, null).catch((err: unknown) => {
