@@ -88,6 +88,9 @@ test(
         'dist/cli/leasehold.js',
         'dist/receiver/index.js',
         'dist/receiver/index.d.ts',
+        'LICENSE',
+        'CHANGELOG.md',
+        'docs/demo-timeline.png', // the README's picture
       ]),
     );
     expect(paths.filter((p) => /\.map$|^dist\/bench\/|(?<!\.d)\.ts$/.test(p))).toEqual([]);
