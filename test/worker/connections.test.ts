@@ -88,13 +88,18 @@ describe('FreshAgent', () => {
     }
   });
 
-  test('the hazard it avoids: a plain keep-alive agent, paused the same way, reuses the closed connection', async () => {
+  // Node 20's agent hands the paused process the connection the server closed; Node 22 and 24,
+  // in the same case, open a new one. FreshAgent gives the fresh connection on every version.
+  const plainAgentReuses = Number(process.versions.node.split('.')[0]) < 22;
+  test(`the hazard it avoids: a plain keep-alive agent, paused the same way, ${plainAgentReuses ? 'reuses the closed connection' : 'opens a new one on this Node.js'}`, async () => {
     const server = await startServer();
     const agent = new http.Agent({ keepAlive: true });
     try {
       expect(await post(server.port, agent)).toMatchObject({ ok: true });
       pause(400);
-      expect(await post(server.port, agent)).toMatchObject({ ok: false, reused: true });
+      expect(await post(server.port, agent)).toMatchObject(
+        plainAgentReuses ? { ok: false, reused: true } : { ok: true, reused: false },
+      );
     } finally {
       agent.destroy();
     }
