@@ -12,6 +12,7 @@ const TEST_LAYERS = {
     'test/platform/boundaries.test.ts',
     'test/platform/flags.test.ts',
     'test/platform/ids.test.ts',
+    'test/platform/named-sql.test.ts',
     'test/platform/test-layers.test.ts',
     'test/demo/timeline-*.test.ts',
   ],

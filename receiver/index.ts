@@ -42,14 +42,10 @@ export {
   type Recorded,
   type Totals,
 } from './store.js';
-export {
-  createKnexEffectStore,
-  type EffectDialect,
-  type KnexEffectStore,
-  type KnexEffectStoreOptions,
-} from './knex-store.js';
+export { createKnexEffectStore, type KnexEffectStore, type KnexEffectStoreOptions } from './knex-store.js';
+export type { EffectDialect } from './dialect.js';
 export { openSqliteEffectStore, type SqliteEffectStoreOptions } from './sqlite-store.js';
-export { openPostgresEffectStore, type PostgresEffectStoreOptions } from './postgres-store.js';
+export { openPostgresEffectStore, postgresEffectDialect, type PostgresEffectStoreOptions } from './postgres-store.js';
 export { migrateReceiver, receiverMigrationSource, RECEIVER_MIGRATIONS_TABLE } from './migrations/index.js';
 export { migrateDownstream, type DownstreamMigration, type MigrateDownstreamOptions } from './downstream.js';
 export {

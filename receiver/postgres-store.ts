@@ -1,8 +1,18 @@
 // The receiver on PostgreSQL: several receiver processes share one database and still record
 // each job's effect once. The SQL is the knex store's; this dialect adds retries of
 // serialization failures and deadlocks.
-import { checkSchemaName, migrateSerialised, openPostgres, parsePostgresUrl, retryPg } from '../platform/postgres.js';
-import { createKnexEffectStore, type EffectDialect, type KnexEffectStore } from './knex-store.js';
+import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
+import {
+  checkSchemaName,
+  isPostgresUnavailable,
+  migrateSerialised,
+  openPostgres,
+  parsePostgresUrl,
+  retryPg,
+} from '../platform/postgres.js';
+import type { EffectDialect } from './dialect.js';
+import { ReceiverError } from './errors.js';
+import { createKnexEffectStore, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
 
 export interface PostgresEffectStoreOptions {
@@ -26,7 +36,21 @@ export interface PostgresEffectStoreOptions {
  * tables may meet.
  */
 export function postgresEffectDialect(retryBudgetMs: number): EffectDialect {
-  return { transaction: (knex, work) => retryPg(() => knex.transaction(work), retryBudgetMs) };
+  return {
+    transaction: (knex, work) => retryPg(() => knex.transaction(work), retryBudgetMs),
+    unavailable: postgresUnavailable,
+  };
+}
+
+/** PostgreSQL's full, read-only and I/O conditions, and a server unreachable or still conflicting. */
+function postgresUnavailable(err: unknown): ReceiverError | undefined {
+  const condition = unavailabilityOf(err);
+  const message = condition
+    ? unavailableMessage(condition, 'receiver')
+    : isPostgresUnavailable(err)
+      ? 'The receiver could not reach its PostgreSQL database, or kept conflicting with other writers; retry the request shortly.'
+      : undefined;
+  return message === undefined ? undefined : new ReceiverError('busy', message, {}, undefined, { cause: err });
 }
 
 /** Opens (and migrates, serialised across processes) the receiver's store on PostgreSQL. */

@@ -4,15 +4,19 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
+import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { GroupCommitter } from '../platform/group-commit.js';
 import {
+  isBusyError,
   openSqlite,
   retryBusy,
   withImmediateTransaction,
   type SqliteExecutor,
   type SqliteJournal,
 } from '../platform/sqlite.js';
-import { createKnexEffectStore, type EffectDialect, type KnexEffectStore } from './knex-store.js';
+import type { EffectDialect } from './dialect.js';
+import { ReceiverError } from './errors.js';
+import { createKnexEffectStore, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
 
 export interface SqliteEffectStoreOptions {
@@ -51,7 +55,19 @@ export function sqliteEffectDialect(busyBudgetMs: number): EffectDialect {
       );
       return driverCommitter.submit(work);
     },
+    unavailable: sqliteUnavailable,
   };
+}
+
+/** SQLite's full, read-only and I/O conditions, and a lock still held past the retries. */
+function sqliteUnavailable(err: unknown): ReceiverError | undefined {
+  const condition = unavailabilityOf(err);
+  const message = condition
+    ? unavailableMessage(condition, 'receiver')
+    : isBusyError(err)
+      ? 'The receiver database stayed locked by another writer; retry the request shortly.'
+      : undefined;
+  return message === undefined ? undefined : new ReceiverError('busy', message, {}, undefined, { cause: err });
 }
 
 /** Opens, migrates and wraps one SQLite file: the receiver's default store. */

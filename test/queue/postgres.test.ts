@@ -7,7 +7,7 @@ import { createQueueApp, openQueueStore, type QueueStore } from '../../queue/ind
 import { KnexQueueStore } from '../../queue/knex-store.js';
 import { postgresDialect } from '../../queue/postgres-store.js';
 import { isPostgresUrl, openPostgres, parsePostgresUrl, redactDb } from '../../platform/postgres.js';
-import { createReceiverApp, createKnexEffectStore } from '../../receiver/index.js';
+import { createReceiverApp, createKnexEffectStore, postgresEffectDialect } from '../../receiver/index.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -73,7 +73,10 @@ describe('postgres unreachable', () => {
   });
 
   test('the receiver answers 503 busy when its database goes away', async () => {
-    const store = createKnexEffectStore({ knex: openPostgres(parsePostgresUrl(UNREACHABLE)) });
+    const store = createKnexEffectStore({
+      knex: openPostgres(parsePostgresUrl(UNREACHABLE)),
+      dialect: postgresEffectDialect(100),
+    });
     closers.push(() => store.close());
     const res = await request(createReceiverApp({ store }))
       .post('/effects')

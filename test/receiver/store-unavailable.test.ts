@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 import { isBusyError } from '../../platform/sqlite.js';
 import { holdWriteLock } from '../helpers/sqlite-lock.js';
-import { createKnexEffectStore, openSqliteEffectStore, recordEffect, ReceiverError } from '../../receiver/index.js';
+import {
+  createKnexEffectStore,
+  openSqliteEffectStore,
+  postgresEffectDialect,
+  recordEffect,
+  ReceiverError,
+} from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { tempDir } from '../helpers/tmp.js';
 import { snapshot } from './setup.js';
@@ -87,7 +93,10 @@ describe('receiver store: SQLite that stays locked', () => {
 
 describe('receiver store: PostgreSQL that cannot be reached', () => {
   test('transactions and reads are busy, with the driver error as their cause', async () => {
-    const store = createKnexEffectStore({ knex: openPostgres(parsePostgresUrl(UNREACHABLE)) });
+    const store = createKnexEffectStore({
+      knex: openPostgres(parsePostgresUrl(UNREACHABLE)),
+      dialect: postgresEffectDialect(100),
+    });
     onTestFinished(() => store.close());
 
     const error = await rejection(recordEffect(store, { jobId: 'a', qty: 1, token: 1 }, fakeClock()), 'busy');

@@ -1,0 +1,22 @@
+// The journal: every judged request appended in the order the receiver judged it, read by pages.
+import { named } from '../../platform/named-sql.js';
+import { rowsOf, type Executor } from '../../platform/sql.js';
+import type { Outcome } from '../rules.js';
+import type { JournalEntry } from '../store.js';
+import { JOURNAL } from './rows.js';
+
+/**
+ * Invariant: entries are only appended, with a `seq` that rises, so the journal replays through
+ * the rules in the order the requests were judged. Written inside the recording transaction,
+ * while it holds the job (see record.ts), so a job's entries follow the order of its writes.
+ */
+const APPEND = named<{ jobId: string; qty: number; token: number; outcome: Outcome; at: number }>(
+  `INSERT INTO ${JOURNAL} (job_id, qty, token, outcome, at) VALUES (@jobId, @qty, @token, @outcome, @at) RETURNING seq`,
+);
+
+export async function appendJournal(executor: Executor, entry: Omit<JournalEntry, 'seq'>): Promise<JournalEntry> {
+  const row = rowsOf(await executor.raw(APPEND.sql, APPEND.bind(entry)))[0];
+  return { seq: Number(row?.seq), ...entry };
+}
+
+export const JOURNAL_COLUMNS = ['seq', 'job_id', 'qty', 'token', 'outcome', 'at'];

@@ -1,0 +1,36 @@
+// The running totals: one row holding how many effects were applied and the sum of their qty.
+import { named } from '../../platform/named-sql.js';
+import { rowsOf, type Executor } from '../../platform/sql.js';
+import { ReceiverError } from '../errors.js';
+import type { EffectRequest } from '../rules.js';
+import { TOTALS } from './rows.js';
+
+/**
+ * Invariant: the sum never passes 2^53 - 1, so `/totals` is always exact. Adds an applied effect
+ * unless its qty would take the sum past it (`room` = MAX_SAFE_INTEGER - qty): no row back means
+ * refused. It is the transaction's last statement, since on PostgreSQL it holds the one totals
+ * row until COMMIT and so makes applied effects commit one at a time.
+ */
+const ADD = named<{ qty: number; room: number }>(
+  `UPDATE ${TOTALS} SET effects = effects + 1, qty = qty + @qty WHERE id = 1 AND qty <= @room RETURNING qty`,
+);
+
+const READ_QTY = `SELECT qty FROM ${TOTALS} WHERE id = 1`;
+
+/**
+ * The applied effect counted in the totals, or a 400 that rolls the whole transaction back (the
+ * effect, `apply`'s writes and the journal entry): a sum past 2^53 - 1 could not be reported exactly.
+ */
+export async function addToTotals(executor: Executor, request: EffectRequest): Promise<void> {
+  const added = rowsOf(
+    await executor.raw(ADD.sql, ADD.bind({ qty: request.qty, room: Number.MAX_SAFE_INTEGER - request.qty })),
+  );
+  if (added.length > 0) return;
+  const row = rowsOf(await executor.raw(READ_QTY, []))[0];
+  if (!row) throw new Error(`The receiver's ${TOTALS} table has no row; the database was changed by hand.`);
+  throw new ReceiverError(
+    'invalid_request',
+    `The effect for job "${request.jobId}" was not applied: its qty ${request.qty} would take the sum of applied quantities (${String(row.qty)}) past ${Number.MAX_SAFE_INTEGER}, which could not be reported exactly.`,
+    { jobId: request.jobId, qty: request.qty, totalQty: Number(row.qty) },
+  );
+}
