@@ -1,18 +1,8 @@
 // A typed client for the queue's HTTP API. Error responses come back as the same QueueError
 // (same `code`, same details) the service threw; an unreachable queue is `queue_unavailable`;
 // a call whose signal aborts rejects with the signal's reason.
-import type http from 'node:http';
-import { isQueueErrorCode, QueueError } from './errors.js';
-import {
-  authorization,
-  checkedTimeoutMs,
-  errorInBody,
-  exchange,
-  keepAliveAgent,
-  urlUnder,
-  type Exchange,
-} from '../platform/exchange.js';
-import { REQUEST_ID_HEADER } from '../platform/request-id.js';
+import { isQueueErrorCode, QueueError, type QueueErrorCode } from './errors.js';
+import { JsonPeer, type JsonPeerOptions, type PeerCallOptions } from '../platform/json-peer.js';
 import type { Job, JobStatus, Lease, RetryInput, Stats } from './types.js';
 
 // The error a client call throws, importable with the client alone (without the service's stores).
@@ -42,10 +32,9 @@ export interface CancelInput {
 
 export type { RetryInput } from './types.js';
 
-export interface QueueClientOptions {
+export interface QueueClientOptions extends JsonPeerOptions {
   /** Per-request timeout (default 10 s); a call's own `timeoutMs` overrides it. */
   timeoutMs?: number;
-  agent?: http.Agent;
   /** The queue's API key (`--api-key`), sent as `Authorization: Bearer <apiKey>` on every call. */
   apiKey?: string | undefined;
   /**
@@ -65,7 +54,7 @@ const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
  * write whose request had already reached the queue may still be applied (see each method).
  * `timeoutMs` replaces the client's timeout for this call; running out is `queue_unavailable`.
  */
-export interface CallOptions {
+export interface CallOptions extends PeerCallOptions {
   signal?: AbortSignal | undefined;
   timeoutMs?: number | undefined;
   /**
@@ -75,24 +64,9 @@ export interface CallOptions {
   requestId?: string | undefined;
 }
 
-/** An answer, whatever its status. */
-type JsonResponse = Extract<Exchange, { kind: 'response' }>;
-
-export class QueueClient {
-  readonly baseUrl: URL;
-  private readonly agent: http.Agent;
-  private readonly ownsAgent: boolean;
-  private readonly timeoutMs: number;
-  private readonly headers: Record<string, string>;
-  private readonly maxAnswerBytes: number;
-
+export class QueueClient extends JsonPeer<QueueError> {
   constructor(baseUrl: string, options: QueueClientOptions = {}) {
-    this.baseUrl = new URL(baseUrl);
-    this.agent = options.agent ?? keepAliveAgent();
-    this.ownsAgent = options.agent === undefined;
-    this.timeoutMs = checkedTimeoutMs(options.timeoutMs ?? 10_000);
-    this.headers = authorization(options.apiKey);
-    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+    super(baseUrl, options, { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES }, QUEUE_ERRORS);
   }
 
   /**
@@ -100,7 +74,7 @@ export class QueueClient {
    * answers `created: false` if the first landed); without one, a repeat makes a second job.
    */
   async enqueue(input: EnqueueInput, options?: CallOptions): Promise<{ job: Job; created: boolean }> {
-    const res = await this.call('POST', ['jobs'], input, options);
+    const res = await this.call({ ...options, method: 'POST', path: ['jobs'], json: input });
     return { job: (res.body as { job: Job }).job, created: res.status === 201 };
   }
 
@@ -110,7 +84,12 @@ export class QueueClient {
    * expires (rule 2) — the job is claimable again once it ends, with one attempt spent (rule 5).
    */
   async claim(owner: string, leaseMs?: number, options?: CallOptions): Promise<Lease | null> {
-    const res = await this.call('POST', ['claims'], leaseMs === undefined ? { owner } : { owner, leaseMs }, options);
+    const res = await this.call({
+      ...options,
+      method: 'POST',
+      path: ['claims'],
+      json: leaseMs === undefined ? { owner } : { owner, leaseMs },
+    });
     return res.status === 204 ? null : (res.body as { lease: Lease }).lease;
   }
 
@@ -127,7 +106,7 @@ export class QueueClient {
   ): Promise<Lease[]> {
     const waitMs = input.waitMs ?? 0;
     const timeoutMs = (options.timeoutMs ?? this.timeoutMs) + waitMs;
-    const res = await this.call('POST', ['claims'], { owner, ...input }, { ...options, timeoutMs });
+    const res = await this.call({ ...options, method: 'POST', path: ['claims'], json: { owner, ...input }, timeoutMs });
     return res.status === 204 ? [] : (res.body as { leases: Lease[] }).leases;
   }
 
@@ -137,7 +116,9 @@ export class QueueClient {
     input: { owner: string; token: number; leaseMs?: number },
     options?: CallOptions,
   ): Promise<Lease> {
-    return ((await this.call('POST', ['jobs', id, 'heartbeat'], input, options)).body as { lease: Lease }).lease;
+    return (
+      await this.answer<{ lease: Lease }>({ ...options, method: 'POST', path: ['jobs', id, 'heartbeat'], json: input })
+    ).lease;
   }
 
   /**
@@ -151,7 +132,8 @@ export class QueueClient {
     input: { owner: string; token: number; result?: unknown },
     options?: CallOptions,
   ): Promise<Job> {
-    return ((await this.call('POST', ['jobs', id, 'finish'], input, options)).body as { job: Job }).job;
+    return (await this.answer<{ job: Job }>({ ...options, method: 'POST', path: ['jobs', id, 'finish'], json: input }))
+      .job;
   }
 
   /**
@@ -165,8 +147,7 @@ export class QueueClient {
     next: { leaseMs?: number } = {},
     options?: CallOptions,
   ): Promise<{ job: Job; next: Lease | null }> {
-    const res = await this.call('POST', ['jobs', id, 'finish'], { ...input, next }, options);
-    return res.body as { job: Job; next: Lease | null };
+    return this.answer({ ...options, method: 'POST', path: ['jobs', id, 'finish'], json: { ...input, next } });
   }
 
   /** Like finish: an aborted fail may have been applied, and a repeat of one that was is refused as `stale_lease`. */
@@ -175,11 +156,14 @@ export class QueueClient {
     input: { owner: string; token: number; error: string; retryInMs?: number },
     options?: CallOptions,
   ): Promise<Job> {
-    return ((await this.call('POST', ['jobs', id, 'fail'], input, options)).body as { job: Job }).job;
+    return (await this.answer<{ job: Job }>({ ...options, method: 'POST', path: ['jobs', id, 'fail'], json: input }))
+      .job;
   }
 
   async verify(id: string, input: { owner: string; token: number }, options?: CallOptions): Promise<Lease> {
-    return ((await this.call('POST', ['jobs', id, 'verify'], input, options)).body as { lease: Lease }).lease;
+    return (
+      await this.answer<{ lease: Lease }>({ ...options, method: 'POST', path: ['jobs', id, 'verify'], json: input })
+    ).lease;
   }
 
   /**
@@ -188,7 +172,8 @@ export class QueueClient {
    * been applied: a repeat of one that was is `stale_lease` (`not_leased`).
    */
   async release(id: string, input: ReleaseInput, options?: CallOptions): Promise<Job> {
-    return ((await this.call('POST', ['jobs', id, 'release'], input, options)).body as { job: Job }).job;
+    return (await this.answer<{ job: Job }>({ ...options, method: 'POST', path: ['jobs', id, 'release'], json: input }))
+      .job;
   }
 
   /**
@@ -197,7 +182,8 @@ export class QueueClient {
    * job is `job_finished`.
    */
   async cancel(id: string, input: CancelInput = {}, options?: CallOptions): Promise<Job> {
-    return ((await this.call('POST', ['jobs', id, 'cancel'], input, options)).body as { job: Job }).job;
+    return (await this.answer<{ job: Job }>({ ...options, method: 'POST', path: ['jobs', id, 'cancel'], json: input }))
+      .job;
   }
 
   /**
@@ -205,7 +191,8 @@ export class QueueClient {
    * counting up. `not_dead` for any other job, so a repeat of a retry that landed is refused.
    */
   async retry(id: string, input: RetryInput = {}, options?: CallOptions): Promise<Job> {
-    return ((await this.call('POST', ['jobs', id, 'retry'], input, options)).body as { job: Job }).job;
+    return (await this.answer<{ job: Job }>({ ...options, method: 'POST', path: ['jobs', id, 'retry'], json: input }))
+      .job;
   }
 
   /**
@@ -216,14 +203,14 @@ export class QueueClient {
     leases: ReadonlyArray<{ id: string; owner: string; token: number }>,
     options?: CallOptions,
   ): Promise<Array<Lease | QueueError>> {
-    const res = await this.call('POST', ['verifications'], { leases }, options);
+    const res = await this.call({ ...options, method: 'POST', path: ['verifications'], json: { leases } });
     return (res.body as { results: Array<{ lease: Lease } | { error: unknown }> }).results.map((result) =>
-      'lease' in result ? result.lease : errorFromBody(result, res.status),
+      'lease' in result ? result.lease : this.errorFromBody(result, res.status),
     );
   }
 
   async get(id: string, options?: CallOptions): Promise<Job> {
-    return ((await this.call('GET', ['jobs', id], undefined, options)).body as { job: Job }).job;
+    return (await this.answer<{ job: Job }>({ ...options, method: 'GET', path: ['jobs', id] })).job;
   }
 
   /** Jobs in order of enqueue; `after` (the last id of the previous page) pages on. */
@@ -235,88 +222,20 @@ export class QueueClient {
     if (query.status) params.set('status', query.status);
     if (query.limit !== undefined) params.set('limit', String(query.limit));
     if (query.after !== undefined) params.set('after', query.after);
-    return ((await this.call('GET', ['jobs'], undefined, options, params)).body as { jobs: Job[] }).jobs;
+    return (await this.answer<{ jobs: Job[] }>({ ...options, method: 'GET', path: ['jobs'], query: params })).jobs;
   }
 
   async stats(options?: CallOptions): Promise<Stats> {
-    return (await this.call('GET', ['stats'], undefined, options)).body as Stats;
-  }
-
-  /** False when the queue does not answer 200; an aborted call still rejects with the signal's reason. */
-  async healthy(options?: CallOptions): Promise<boolean> {
-    try {
-      return (await this.call('GET', ['healthz'], undefined, options)).status === 200;
-    } catch (err) {
-      if (err instanceof QueueError) return false;
-      throw err;
-    }
-  }
-
-  close(): void {
-    if (this.ownsAgent) this.agent.destroy();
-  }
-
-  private async call(
-    method: 'GET' | 'POST',
-    path: readonly string[],
-    body?: unknown,
-    options: CallOptions = {},
-    query?: URLSearchParams,
-  ): Promise<JsonResponse> {
-    // Serialised before the request, so a body that is not JSON (a BigInt, a cycle) throws a
-    // TypeError here instead of passing for an unreachable queue.
-    const json = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeoutMs(options.timeoutMs);
-    const res = await exchange({
-      method,
-      url: urlUnder(this.baseUrl, path, query),
-      ...(json ? { body: json } : {}),
-      headers:
-        options.requestId === undefined ? this.headers : { ...this.headers, [REQUEST_ID_HEADER]: options.requestId },
-      timeoutMs,
-      agent: this.agent,
-      signal: options.signal,
-      maxAnswerBytes: this.maxAnswerBytes,
-    });
-    switch (res.kind) {
-      case 'response':
-        if (res.status < 400) return res;
-        throw errorFromResponse(res);
-      case 'aborted':
-        throw options.signal?.reason ?? new DOMException('The call was aborted.', 'AbortError');
-      case 'timeout':
-        throw new QueueError(
-          'queue_unavailable',
-          `The queue at ${this.baseUrl.origin} did not answer within ${timeoutMs} ms (timed out); ` +
-            'if the call was a write, it may or may not have been applied.',
-          { cause: `no answer from ${this.baseUrl.origin} within ${timeoutMs} ms` },
-        );
-      default:
-        throw new QueueError(
-          'queue_unavailable',
-          `The queue at ${this.baseUrl.origin} could not be reached: ${res.message}.`,
-          {
-            cause: res.message,
-          },
-        );
-    }
+    return this.answer<Stats>({ ...options, method: 'GET', path: ['stats'] });
   }
 }
 
-/** Rebuilds the service's QueueError from an error response. */
-export function errorFromResponse(res: JsonResponse): QueueError {
-  return errorFromBody(res.body, res.status);
-}
-
-/** The QueueError an `{error: {...}}` body carries, from a whole answer or one entry of a batch. */
-function errorFromBody(body: unknown, status: number): QueueError {
-  const error = errorInBody(body);
-  if (error && isQueueErrorCode(error.code)) {
-    return new QueueError(error.code, error.message ?? `The queue answered ${status} ${error.code}.`, error.details);
-  }
-  return new QueueError(
-    status >= 500 ? 'internal' : 'invalid_request',
-    `The queue answered ${status} without a recognisable error body.`,
-    { status },
-  );
-}
+/** How the queue's client words what went wrong. */
+const QUEUE_ERRORS = {
+  service: 'queue',
+  isCode: isQueueErrorCode,
+  create: (code: string, message: string, details: Record<string, unknown>) =>
+    new QueueError(code as QueueErrorCode, message, details),
+  unavailable: 'queue_unavailable',
+  afterTimeout: 'if the call was a write, it may or may not have been applied.',
+};

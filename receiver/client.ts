@@ -1,16 +1,9 @@
 // A typed client for the receiver's HTTP API: record an effect under a fencing token (signed when
 // given the secret) and read back what was recorded. Error answers come back as the same
 // ReceiverError the receiver rendered; an unreachable receiver is `receiver_unavailable`.
-import type http from 'node:http';
-import {
-  checkedTimeoutMs,
-  errorInBody,
-  exchange,
-  keepAliveAgent,
-  urlUnder,
-  type Exchange,
-} from '../platform/exchange.js';
-import { isReceiverErrorCode, ReceiverError } from './errors.js';
+import { urlUnder } from '../platform/exchange.js';
+import { JsonPeer, type JsonPeerOptions, type PeerCallOptions } from '../platform/json-peer.js';
+import { isReceiverErrorCode, ReceiverError, type ReceiverErrorCode } from './errors.js';
 import type { Effect } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from './signature.js';
 import type { JournalEntry, PageQuery, Totals } from './store.js';
@@ -18,14 +11,15 @@ import type { JournalEntry, PageQuery, Totals } from './store.js';
 export interface ReceiverClientOptions {
   /** Per-request timeout (default 10 s); a call's own `timeoutMs` overrides it. */
   timeoutMs?: number;
-  agent?: http.Agent;
+  /** Shared with the caller, who closes it; without one the client makes its own and closes it on close(). */
+  agent?: JsonPeerOptions['agent'];
 }
 
 /**
  * The last, optional argument of every read. Aborting `signal` rejects the call with
  * `signal.reason`; running out of `timeoutMs` is `receiver_unavailable`.
  */
-export interface ReceiverCallOptions {
+export interface ReceiverCallOptions extends Pick<PeerCallOptions, 'signal' | 'timeoutMs'> {
   signal?: AbortSignal | undefined;
   timeoutMs?: number | undefined;
 }
@@ -48,8 +42,6 @@ export interface RecordOutcome {
   /** The effect as recorded: for a duplicate, the first one, with its token and time. */
   effect: Effect;
 }
-
-type JsonResponse = Extract<Exchange, { kind: 'response' }>;
 
 export interface EffectsPage {
   effects: Effect[];
@@ -76,17 +68,9 @@ function pageQuery(page: PageQuery<string | number>): URLSearchParams {
   return query;
 }
 
-export class ReceiverClient {
-  readonly baseUrl: URL;
-  private readonly agent: http.Agent;
-  private readonly ownsAgent: boolean;
-  private readonly timeoutMs: number;
-
+export class ReceiverClient extends JsonPeer<ReceiverError> {
   constructor(baseUrl: string, options: ReceiverClientOptions = {}) {
-    this.baseUrl = new URL(baseUrl);
-    this.agent = options.agent ?? keepAliveAgent();
-    this.ownsAgent = options.agent === undefined;
-    this.timeoutMs = checkedTimeoutMs(options.timeoutMs ?? 10_000);
+    super(baseUrl, options, { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES }, RECEIVER_ERRORS);
   }
 
   /**
@@ -95,7 +79,7 @@ export class ReceiverClient {
    * with the receiver's details. Repeating a call whose answer was lost is safe: it is a duplicate.
    */
   async record(input: { jobId: string; qty: number }, options: RecordOptions): Promise<RecordOutcome> {
-    const { token, signature, secret } = options;
+    const { token, signature, secret, signal, timeoutMs } = options;
     if (signature !== undefined && secret !== undefined) {
       throw new RangeError('Give record either a signature or the secret to sign with, not both.');
     }
@@ -107,8 +91,7 @@ export class ReceiverClient {
         ? signatureHeader(secret, { method: 'POST', path: `${url.pathname}${url.search}`, token, body }, Date.now())
         : signature;
     if (signed !== undefined) headers[SIGNATURE_HEADER] = signed;
-    const res = await this.call('POST', ['effects'], options, { body, headers });
-    return res.body as RecordOutcome;
+    return this.answer<RecordOutcome>({ method: 'POST', path: ['effects'], body, headers, signal, timeoutMs });
   }
 
   /** Every recorded effect, by jobId: the pages of `effectsPage`, read one after another. */
@@ -131,13 +114,13 @@ export class ReceiverClient {
    * `after`. `next` is the `after` of the next page, or null after the last.
    */
   async effectsPage(page: PageQuery<string> = {}, options?: ReceiverCallOptions): Promise<EffectsPage> {
-    return (await this.call('GET', ['effects'], options, {}, pageQuery(page))).body as EffectsPage;
+    return this.answer<EffectsPage>({ ...options, method: 'GET', path: ['effects'], query: pageQuery(page) });
   }
 
   /** The effect recorded for `jobId`, or undefined when none was. */
   async effect(jobId: string, options?: ReceiverCallOptions): Promise<Effect | undefined> {
     try {
-      return ((await this.call('GET', ['effects', jobId], options)).body as { effect: Effect }).effect;
+      return (await this.answer<{ effect: Effect }>({ ...options, method: 'GET', path: ['effects', jobId] })).effect;
     } catch (err) {
       if (err instanceof ReceiverError && err.code === 'unknown_effect') return undefined;
       throw err;
@@ -145,7 +128,7 @@ export class ReceiverClient {
   }
 
   async totals(options?: ReceiverCallOptions): Promise<Totals> {
-    return (await this.call('GET', ['totals'], options)).body as Totals;
+    return this.answer<Totals>({ ...options, method: 'GET', path: ['totals'] });
   }
 
   /** Every judged request still kept, outcome included, in the order it was judged: the pages of `journalPage`. */
@@ -168,77 +151,16 @@ export class ReceiverClient {
    * the seq `after`. `next` is the `after` of the next page, or null after the last.
    */
   async journalPage(page: PageQuery<number> = {}, options?: ReceiverCallOptions): Promise<JournalPage> {
-    return (await this.call('GET', ['journal'], options, {}, pageQuery(page))).body as JournalPage;
-  }
-
-  /** False when the receiver does not answer 200; an aborted call still rejects with the signal's reason. */
-  async healthy(options?: ReceiverCallOptions): Promise<boolean> {
-    try {
-      return (await this.call('GET', ['healthz'], options)).status === 200;
-    } catch (err) {
-      if (err instanceof ReceiverError) return false;
-      throw err;
-    }
-  }
-
-  close(): void {
-    if (this.ownsAgent) this.agent.destroy();
-  }
-
-  private async call(
-    method: 'GET' | 'POST',
-    path: readonly string[],
-    options: ReceiverCallOptions = {},
-    send: { body?: Buffer; headers?: Record<string, string> } = {},
-    query?: URLSearchParams,
-  ): Promise<JsonResponse> {
-    const timeoutMs = options.timeoutMs === undefined ? this.timeoutMs : checkedTimeoutMs(options.timeoutMs);
-    const res = await exchange({
-      method,
-      url: urlUnder(this.baseUrl, path, query),
-      ...send,
-      timeoutMs,
-      agent: this.agent,
-      signal: options.signal,
-      maxAnswerBytes: MAX_ANSWER_BYTES,
-    });
-    switch (res.kind) {
-      case 'response':
-        if (res.status < 400) return res;
-        throw errorFromResponse(res);
-      case 'aborted':
-        throw options.signal?.reason ?? new DOMException('The call was aborted.', 'AbortError');
-      case 'timeout':
-        throw new ReceiverError(
-          'receiver_unavailable',
-          `The receiver at ${this.baseUrl.origin} did not answer within ${timeoutMs} ms; ` +
-            'a record may or may not have been applied: send it again, a repeat is a duplicate.',
-          { cause: `no answer within ${timeoutMs} ms` },
-        );
-      default:
-        throw new ReceiverError(
-          'receiver_unavailable',
-          `The receiver at ${this.baseUrl.origin} could not be reached (${res.code}: ${res.message}).`,
-          { cause: res.message },
-        );
-    }
+    return this.answer<JournalPage>({ ...options, method: 'GET', path: ['journal'], query: pageQuery(page) });
   }
 }
 
-/** Rebuilds the receiver's ReceiverError from an error answer; the status is the one answered. */
-function errorFromResponse(res: JsonResponse): ReceiverError {
-  const error = errorInBody(res.body);
-  if (error && isReceiverErrorCode(error.code)) {
-    return new ReceiverError(
-      error.code,
-      error.message ?? `The receiver answered ${res.status} ${error.code}.`,
-      error.details,
-      res.status,
-    );
-  }
-  return new ReceiverError(
-    res.status >= 500 ? 'internal' : 'invalid_request',
-    `The receiver answered ${res.status} without a recognisable error body.`,
-    { status: res.status },
-  );
-}
+/** How the receiver's client words what went wrong. */
+const RECEIVER_ERRORS = {
+  service: 'receiver',
+  isCode: isReceiverErrorCode,
+  create: (code: string, message: string, details: Record<string, unknown>, status?: number) =>
+    new ReceiverError(code as ReceiverErrorCode, message, details, status),
+  unavailable: 'receiver_unavailable',
+  afterTimeout: 'a record may or may not have been applied: send it again, a repeat is a duplicate.',
+};
