@@ -15,6 +15,7 @@ const TEST_LAYERS = {
     'test/platform/named-sql.test.ts',
     'test/platform/test-layers.test.ts',
     'test/demo/timeline-*.test.ts',
+    'test/testing/clock.test.ts',
   ],
   // Stores on real SQLite files and PostgreSQL schemas.
   db: [
@@ -44,6 +45,7 @@ const TEST_LAYERS = {
     'test/worker/lease.test.ts',
     'test/worker/run.test.ts',
     'test/worker/{concurrency,shutdown,outputs,connections}.test.ts',
+    'test/testing/{zombie,system,expect}.test.ts',
   ],
   // Real child processes: the built CLI, several processes on one database, kill -9, the demo.
   system: [

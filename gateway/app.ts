@@ -95,7 +95,10 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   });
 
   app.get('/metrics', metricsRoute(metrics));
-  app.get('/openapi.json', openApiRoute(gatewayOpenApi({ apiKey: resolved.apiKey !== undefined })));
+  app.get(
+    '/openapi.json',
+    openApiRoute(() => gatewayOpenApi({ apiKey: resolved.apiKey !== undefined })),
+  );
 
   app.use(
     unknownRoute(

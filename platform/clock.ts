@@ -1,5 +1,6 @@
 // The one clock type every service and the worker take: time as epoch milliseconds, injected so
-// tests can move it by hand.
+// tests can move it by hand. A clock may also run timers on its own time (the test kit's manual
+// clock); code that schedules on a clock asks `timersOf` for them.
 
 /** Anything with a `now()` in epoch ms. */
 export interface Clock {
@@ -7,3 +8,28 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/** What a timer set on a clock is called by when it is cleared. */
+export type TimerHandle = object | number;
+
+/** Timers that run on a clock's time: `ms` from its `now()`. */
+export interface Timers {
+  setTimer(callback: () => void, ms: number): TimerHandle;
+  clearTimer(handle: TimerHandle | undefined): void;
+}
+
+/** A clock that runs timers too: a timer set on it fires when its own time reaches the due time. */
+export interface SchedulingClock extends Clock, Timers {}
+
+export const systemTimers: Timers = {
+  setTimer: (callback, ms) => setTimeout(callback, ms),
+  clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
+};
+
+/** The clock's own timers when it has them, Node's otherwise. */
+export function timersOf(clock: Clock): Timers {
+  const scheduling = clock as Partial<SchedulingClock>;
+  return typeof scheduling.setTimer === 'function' && typeof scheduling.clearTimer === 'function'
+    ? (scheduling as SchedulingClock)
+    : systemTimers;
+}

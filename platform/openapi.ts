@@ -131,9 +131,15 @@ export function serviceRoutes(errors: readonly string[] = []): OperationDoc[] {
   ];
 }
 
-/** `GET /openapi.json`: the document, built once. */
-export function openApiRoute(document: OpenApiDocument): RequestHandler {
+/**
+ * `GET /openapi.json`: the document, built once, on the first request. Building it turns every
+ * schema into JSON Schema, most of the time an app takes to make, which a service started for a
+ * test should not pay before it is asked.
+ */
+export function openApiRoute(build: () => OpenApiDocument): RequestHandler {
+  let document: OpenApiDocument | undefined;
   return (_req, res) => {
+    document ??= build();
     res.json(document);
   };
 }

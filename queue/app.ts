@@ -207,7 +207,10 @@ export function createQueueApp({
 
   app.use(ui.router());
   app.get('/metrics', metricsRoute(metrics));
-  app.get('/openapi.json', openApiRoute(queueOpenApi({ apiKey: apiKey !== undefined })));
+  app.get(
+    '/openapi.json',
+    openApiRoute(() => queueOpenApi({ apiKey: apiKey !== undefined })),
+  );
   app.use(unknownRoute(QueueError.fromEdge, 'queue', 'docs/queue.md lists its API'));
   app.use(ui.recordRefusals);
   app.use(errorRenderer(toQueueError, logger));

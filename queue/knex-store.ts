@@ -30,6 +30,7 @@ import { rowToJob, toJsonText } from './rows.js';
 import { rowsOf, type Executor, type Row } from '../platform/sql.js';
 import { ClaimableSignal } from './claimable.js';
 import type { GroupCommitStats } from '../platform/group-commit.js';
+import { eraseJobsIn, expireLeaseIn } from './test-mode.js';
 
 export interface Dialect {
   /** Runs `work` in one short write transaction, handing it the queue's `now` read inside it. */
@@ -203,6 +204,21 @@ export class KnexQueueStore implements QueueStore {
         return job;
       })
       .catch(this.rethrow);
+  }
+
+  /** Test mode only (startQueue's `testMode`): the lease of `id` ends now (test-mode.ts). */
+  expireLease(id: string): Promise<Job> {
+    return this.write((trx, now) => expireLeaseIn(trx, id, now))
+      .then((job) => {
+        this.claimable.notify();
+        return job;
+      })
+      .catch(this.rethrow);
+  }
+
+  /** Test mode only: every job erased (test-mode.ts). */
+  eraseJobs(): Promise<void> {
+    return this.write((trx) => eraseJobsIn(trx)).catch(this.rethrow);
   }
 
   /**

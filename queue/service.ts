@@ -9,7 +9,8 @@ import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
 import type { QueueStore } from './store.js';
-import type { Clock, LateFinishPolicy } from './types.js';
+import type { Clock, Job, LateFinishPolicy } from './types.js';
+import { KnexQueueStore } from './knex-store.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 
 export interface QueueServiceOptions extends ServerLimits {
@@ -31,11 +32,24 @@ export interface QueueServiceOptions extends ServerLimits {
   commitWindowMs?: number;
   /** When set, every route but /healthz requires `Authorization: Bearer <apiKey>`. */
   apiKey?: string | undefined;
+  /**
+   * Allows `expireLease` and `reset`, for tests in this process (the test kit). Never on unless
+   * asked for; there is no HTTP route for either.
+   */
+  testMode?: boolean;
 }
 
 export interface QueueService {
   url: string;
   store: QueueStore;
+  /**
+   * Test mode only: the lease of `jobId` ends now, on the queue's clock; its holder is refused
+   * from then on and the job is claimable. Rejects without test mode, and for a job that is not
+   * leased.
+   */
+  expireLease(jobId: string): Promise<Job>;
+  /** Test mode only: erases every job. */
+  reset(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,9 +97,19 @@ export async function startQueue(options: QueueServiceOptions): Promise<QueueSer
     throw err;
   }
   const { url } = listening;
+  const testStore = () => {
+    if (options.testMode !== true || !(store instanceof KnexQueueStore)) {
+      throw new Error(
+        'The queue was not started in test mode: start it with testMode: true to end leases or erase jobs.',
+      );
+    }
+    return store;
+  };
   return {
     url,
     store,
+    expireLease: async (jobId) => testStore().expireLease(jobId),
+    reset: async () => testStore().eraseJobs(),
     close: async () => {
       // Long-polling claims are answered first (204), so they do not hold the close up.
       app.close();

@@ -87,7 +87,10 @@ export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express 
 
   if (faults) app.use(adminRoutes(store, faults));
   app.get('/metrics', metricsRoute(metrics));
-  app.get('/openapi.json', openApiRoute(receiverOpenApi({ testMode: faults !== undefined })));
+  app.get(
+    '/openapi.json',
+    openApiRoute(() => receiverOpenApi({ testMode: faults !== undefined })),
+  );
 
   app.use(unknownRoute(ReceiverError.fromEdge, 'receiver', 'docs/receiver.md lists its routes'));
   app.use(receiverErrors(logger));

@@ -2,6 +2,7 @@
 // a renewal, or no renewal succeeded before the worker's estimate of the lease's end. A loss
 // stops renewals and new sends at once, and aborts the handler's signal.
 import { setTimeout as delay } from 'node:timers/promises';
+import type { TimerHandle, Timers } from '../platform/clock.js';
 import type { Lease } from '../queue/types.js';
 import { LeaseLostError, type LossDuring } from './errors.js';
 import type { WorkerEventBody } from './events.js';
@@ -11,7 +12,7 @@ import type { ClaimedLease, QueueApi } from './types.js';
 
 export interface KeeperDeps {
   claimed: ClaimedLease;
-  options: Pick<ResolvedWorkerOptions, 'leaseMs' | 'heartbeatMs' | 'retryMs' | 'sendGraceMs' | 'clock'>;
+  options: Pick<ResolvedWorkerOptions, 'leaseMs' | 'heartbeatMs' | 'retryMs' | 'sendGraceMs' | 'clock' | 'timers'>;
   /** Renewals, and the read that tells a cancel from another end of the job. */
   renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   emit(event: WorkerEventBody): void;
@@ -25,9 +26,11 @@ export class LeaseKeeper {
   private readonly lossController = new AbortController();
   /** The handler's signal: aborted on loss once no send is on its way, or after the grace. */
   private readonly handlerController = new AbortController();
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
-  private graceTimer: NodeJS.Timeout | undefined;
+  /** The worker's clock's timers: a test's manual clock moves renewals and losses too. */
+  private readonly timers: Timers;
+  private heartbeatTimer: TimerHandle | undefined;
+  private deadlineTimer: TimerHandle | undefined;
+  private graceTimer: TimerHandle | undefined;
   private renewing: Promise<Lease> | undefined;
   private sendsInFlight = 0;
   private sendsSettled: Array<() => void> = [];
@@ -35,6 +38,7 @@ export class LeaseKeeper {
 
   constructor(private readonly deps: KeeperDeps) {
     const { claimed, options } = deps;
+    this.timers = options.timers;
     this.current = claimed.lease;
     // A claim that waited at the queue was made at some moment of the wait, so "sent + leaseMs"
     // may already be past. Such a lease is renewed before its handler starts (`renewFirst`);
@@ -136,11 +140,11 @@ export class LeaseKeeper {
   /** Stops renewing, then waits for a renewal and any send still on its way, so their answers count. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.heartbeatTimer);
-    clearTimeout(this.deadlineTimer);
+    this.timers.clearTimer(this.heartbeatTimer);
+    this.timers.clearTimer(this.deadlineTimer);
     while (this.renewing) await this.renewing.catch(() => {});
     if (this.sendsInFlight > 0) await new Promise<void>((resolve) => this.sendsSettled.push(resolve));
-    clearTimeout(this.graceTimer);
+    this.timers.clearTimer(this.graceTimer);
   }
 
   private renewOnce(stage?: string): Promise<Lease> {
@@ -191,17 +195,17 @@ export class LeaseKeeper {
   }
 
   private armHeartbeat(ms: number): void {
-    clearTimeout(this.heartbeatTimer);
+    this.timers.clearTimer(this.heartbeatTimer);
     if (this.stopped || this.loss) return;
-    this.heartbeatTimer = setTimeout(() => this.beat(), ms);
+    this.heartbeatTimer = this.timers.setTimer(() => this.beat(), ms);
   }
 
   /** No renewal succeeded before the estimated end: the lease must be taken as gone. */
   private armDeadline(): void {
-    clearTimeout(this.deadlineTimer);
+    this.timers.clearTimer(this.deadlineTimer);
     if (this.stopped || this.loss) return;
     const ms = Math.max(0, this.estimatedEnd - this.deps.options.clock.now());
-    this.deadlineTimer = setTimeout(() => this.lose(this.lossOf('not_renewed', 'renew')), ms);
+    this.deadlineTimer = this.timers.setTimer(() => this.lose(this.lossOf('not_renewed', 'renew')), ms);
   }
 
   private lose(loss: LeaseLostError): void {
@@ -211,8 +215,8 @@ export class LeaseKeeper {
       return;
     }
     this.loss = loss;
-    clearTimeout(this.heartbeatTimer);
-    clearTimeout(this.deadlineTimer);
+    this.timers.clearTimer(this.heartbeatTimer);
+    this.timers.clearTimer(this.deadlineTimer);
     this.deps.emit({
       event: 'lost',
       job: loss.jobId,
@@ -224,11 +228,11 @@ export class LeaseKeeper {
     });
     this.lossController.abort(loss);
     if (this.sendsInFlight === 0) this.abortHandler();
-    else this.graceTimer = setTimeout(() => this.abortHandler(), this.deps.options.sendGraceMs);
+    else this.graceTimer = this.timers.setTimer(() => this.abortHandler(), this.deps.options.sendGraceMs);
   }
 
   private abortHandler(): void {
-    clearTimeout(this.graceTimer);
+    this.timers.clearTimer(this.graceTimer);
     if (!this.handlerController.signal.aborted) this.handlerController.abort(this.loss);
   }
 

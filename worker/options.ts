@@ -1,6 +1,6 @@
 // The worker's options: defaults in one object, one function that checks ranges and relations;
 // everything inside the worker takes only the resolved shape.
-import { systemClock, type Clock } from '../platform/clock.js';
+import { systemClock, timersOf, type Clock, type Timers } from '../platform/clock.js';
 import { httpUrl } from '../platform/url.js';
 import { checkApiKey } from '../platform/exchange.js';
 import { idProblem } from '../platform/ids.js';
@@ -64,7 +64,11 @@ export interface WorkerOptions {
   outputRoot?: string;
   onEvent?: (event: WorkerEvent) => void;
   hooks?: WorkerHooks;
-  /** The worker's clock, for its estimate of the lease's end. Never decides validity. */
+  /**
+   * The worker's clock, for its estimate of the lease's end; never decides validity. A clock
+   * that runs timers (the test kit's manual clock) also times the renewals and the loss of a
+   * lease, so a test that moves it moves them.
+   */
   clock?: Clock;
   /** Replace the HTTP clients (tests put faults between the worker and a service). */
   queue?: QueueApi;
@@ -90,6 +94,8 @@ export interface ResolvedWorkerOptions {
   onEvent: (event: WorkerEvent) => void;
   hooks: WorkerHooks;
   clock: Clock;
+  /** The clock's own timers when it has them (timersOf), for renewals and the loss of a lease. */
+  timers: Timers;
   queue: QueueApi | undefined;
   gateway: EffectSender | undefined;
 }
@@ -126,6 +132,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     onEvent: options.onEvent ?? (() => {}),
     hooks: options.hooks ?? {},
     clock: options.clock ?? systemClock,
+    timers: timersOf(options.clock ?? systemClock),
     queue: options.queue,
     gateway: options.gateway,
   };

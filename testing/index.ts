@@ -1,0 +1,15 @@
+// The test kit's public surface: the whole system in one call, a clock the test moves, a point
+// to hold the code under test at, and assertions on the effects.
+export {
+  startSystem,
+  type DownstreamChoice,
+  type DownstreamOption,
+  type StubHelpers,
+  type System,
+  type SystemClock,
+  type SystemDownstream,
+  type SystemOptions,
+} from './system.js';
+export { ManualClock } from './clock.js';
+export { hold, type Hold } from './hold.js';
+export { ExpectationError, type SystemEffect } from './expect.js';
