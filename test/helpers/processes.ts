@@ -66,6 +66,20 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LEASEHOLD_')));
 }
 
+/**
+ * The environment of a command run as a user would: none of the npm variables of the `npm test`
+ * that may be running this file (npm_config_local_prefix would point npm at this repository),
+ * and none of leasehold's own.
+ */
+export function userEnvironment(): NodeJS.ProcessEnv {
+  const keep = new Set(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig']);
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([key]) => !(key.startsWith('npm_') && !keep.has(key)) && !key.startsWith('LEASEHOLD_') && key !== 'INIT_CWD',
+    ),
+  );
+}
+
 /** A port something is listening on, held until the test ends. */
 export async function portInUse(): Promise<number> {
   const server = createServer();

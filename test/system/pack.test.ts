@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import knex from 'knex';
 import { expect, onTestFinished, test } from 'vitest';
-import { ROOT } from '../helpers/processes.js';
+import { ROOT, userEnvironment } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** The versions the consumer installs, as the README tells a user to. */
@@ -18,20 +18,6 @@ interface Ran {
   code: number | null;
   stdout: string;
   stderr: string;
-}
-
-/**
- * The environment of a command run as a user would: none of the npm variables of the `npm test`
- * that may be running this file (npm_config_local_prefix would point npm at this repository),
- * and none of leasehold's own.
- */
-function userEnvironment(): NodeJS.ProcessEnv {
-  const keep = new Set(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig']);
-  return Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([key]) => !(key.startsWith('npm_') && !keep.has(key)) && !key.startsWith('LEASEHOLD_') && key !== 'INIT_CWD',
-    ),
-  );
 }
 
 function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Ran> {
