@@ -3,8 +3,8 @@
 // knex, with statements prepared once or prepared on every call.
 import { claimIn, finishIn } from '../queue/knex-store.js';
 import type { Executor } from '../platform/sql.js';
-import { sqliteDialect } from '../queue/sqlite-store.js';
-import { systemClock, type QueueStore } from '../queue/index.js';
+import { SQLITE_PICK_SQL } from '../queue/sqlite-store.js';
+import type { QueueStore } from '../queue/index.js';
 import type sqlite3 from 'sqlite3';
 import { openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops, type Cycle } from './loops.js';
@@ -123,7 +123,7 @@ export async function storeVariant(db: string, id: string, label: string): Promi
 
 /**
  * The store's own claimIn/finishIn on the bare driver: the same SQL and transactions, no knex;
- * each statement prepared once and reused (as queue/sqlite.ts does), or on every call.
+ * each statement prepared once and reused (as platform/sqlite-connection.ts does), or on every call.
  */
 export async function bareVariant(db: string, id: string, label: string, prepared: boolean): Promise<CycleVariant> {
   const queue = await QueueDb.open(db);
@@ -131,7 +131,7 @@ export async function bareVariant(db: string, id: string, label: string, prepare
   const clock = new StatementClock();
   clock.wrap(bare.handle as unknown as Record<string, unknown>);
   const executor = prepared ? preparedExecutor(bare) : unpreparedExecutor(bare);
-  const dialect = sqliteDialect(systemClock, 60_000);
+  const dialect = { pickSql: SQLITE_PICK_SQL };
   const cycle: Cycle = async () => {
     const lease = await inTransaction(bare, () => claimIn(executor, dialect, OWNER, LEASE_MS, Date.now()));
     if (!lease) return false;
@@ -157,7 +157,7 @@ export function unpreparedExecutor(bare: BareDb): BareExecutor {
   } as unknown as BareExecutor;
 }
 
-/** Each distinct statement prepared once and reused, as queue/sqlite.ts does. */
+/** Each distinct statement prepared once and reused, as platform/sqlite-connection.ts does. */
 export function preparedExecutor(bare: BareDb): BareExecutor {
   const statements = new Map<string, sqlite3.Statement>();
   const raw = (sql: string, bindings: unknown[]) => {

@@ -3,8 +3,7 @@
 // the driver; and what a claim costs as the backlog of pending jobs grows.
 import { join } from 'node:path';
 import { claimIn } from '../queue/knex-store.js';
-import { sqliteDialect } from '../queue/sqlite-store.js';
-import { systemClock } from '../queue/types.js';
+import { SQLITE_PICK_SQL } from '../queue/sqlite-store.js';
 import { openBare } from './bare-sqlite.js';
 import {
   SHIPPED,
@@ -181,7 +180,7 @@ async function claimCostByBacklog(db: string, schema: Schema, name: string, size
   for (const sql of schema.changes) await queue.knex.raw(sql);
   const bare = await openBare(db);
   const executor = preparedExecutor(bare);
-  const dialect = sqliteDialect(systemClock, 60_000);
+  const dialect = { pickSql: SQLITE_PICK_SQL };
   const out: { schema: string; pending: number; msPerClaim: number }[] = [];
   try {
     for (const pending of sizes) {

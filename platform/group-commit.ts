@@ -8,16 +8,21 @@
 /** A write: what it does inside the transaction, given what the transaction hands it (`C`). */
 type Work<C, T> = (context: C) => Promise<T>;
 
-interface Pending<C> {
+interface Pending<C, K> {
   work: Work<C, unknown>;
+  kind: K | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
 
-/** Runs one whole transaction (retries included), handing `work` its context (`trx`, `now`...). */
-export type RunTransaction<C> = <T>(work: Work<C, T>) => Promise<T>;
+/**
+ * Runs one whole transaction (retries included), handing `work` its context (`trx`, `now`...).
+ * `kinds` are those the transaction's writes were submitted with, so it can begin the kind of
+ * transaction they need.
+ */
+export type RunTransaction<C, K = never> = <T>(work: Work<C, T>, kinds: ReadonlySet<K>) => Promise<T>;
 
 export interface GroupCommitOptions {
   /**
@@ -64,8 +69,8 @@ export class CommitQueueFull extends Error {
   }
 }
 
-export class GroupCommitter<C> {
-  private pending: Pending<C>[] = [];
+export class GroupCommitter<C, K = never> {
+  private pending: Pending<C, K>[] = [];
   private running = false;
   private readonly isRefusal: (err: unknown) => boolean;
   private readonly maxBatch: number;
@@ -79,7 +84,7 @@ export class GroupCommitter<C> {
   private readonly counts: GroupCommitStats = { transactions: 0, writes: 0, windows: 0, windowTimeouts: 0 };
 
   constructor(
-    private readonly runTransaction: RunTransaction<C>,
+    private readonly runTransaction: RunTransaction<C, K>,
     options: GroupCommitOptions = {},
   ) {
     this.isRefusal = options.isRefusal ?? (() => false);
@@ -92,11 +97,14 @@ export class GroupCommitter<C> {
     return { ...this.counts };
   }
 
-  /** Resolves with `work`'s result once the transaction it ran in has committed. */
-  submit<T>(work: Work<C, T>): Promise<T> {
+  /**
+   * Resolves with `work`'s result once the transaction it ran in has committed. `kind`, when
+   * given, is handed to the transaction (see RunTransaction).
+   */
+  submit<T>(work: Work<C, T>, kind?: K): Promise<T> {
     if (this.pending.length >= this.maxPending) return Promise.reject(new CommitQueueFull(this.maxPending));
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.pending.push({ work, kind, resolve: resolve as (value: unknown) => void, reject });
       if (this.wake && this.pending.length >= this.expected()) this.wake();
       if (!this.running) void this.drain();
     });
@@ -154,9 +162,9 @@ export class GroupCommitter<C> {
     if (!filled) this.counts.windowTimeouts++;
   }
 
-  private async runAlone(op: Pending<C>): Promise<void> {
+  private async runAlone(op: Pending<C, K>): Promise<void> {
     try {
-      op.resolve(await this.runTransaction(op.work));
+      op.resolve(await this.runTransaction(op.work, kindsOf([op])));
     } catch (err) {
       op.reject(err);
     }
@@ -168,7 +176,7 @@ export class GroupCommitter<C> {
    * others go on. Any other error fails the transaction; each write is then run alone, so only
    * the one at fault sees it.
    */
-  private async runTogether(batch: Pending<C>[]): Promise<void> {
+  private async runTogether(batch: Pending<C, K>[]): Promise<void> {
     let outcomes: Outcome[];
     try {
       outcomes = await this.runTransaction(async (context) => {
@@ -182,7 +190,7 @@ export class GroupCommitter<C> {
           }
         }
         return results;
-      });
+      }, kindsOf(batch));
     } catch {
       for (const op of batch) await this.runAlone(op);
       return;
@@ -194,4 +202,10 @@ export class GroupCommitter<C> {
       else op.reject(outcome.err);
     });
   }
+}
+
+function kindsOf<K>(batch: ReadonlyArray<{ kind: K | undefined }>): ReadonlySet<K> {
+  const kinds = new Set<K>();
+  for (const { kind } of batch) if (kind !== undefined) kinds.add(kind);
+  return kinds;
 }

@@ -1,7 +1,7 @@
 // The one way leasehold opens PostgreSQL: knex over `pg`, an optional schema of its own (taken
 // from `?schema=NAME` in the URL), migrations serialised across processes by an advisory lock,
 // and whole-transaction retries on serialization failures and deadlocks.
-// Shared by the queue's and the receiver's stores, as queue/sqlite.ts is for SQLite.
+// Shared by the queue's and the receiver's stores, as platform/sqlite.ts is for SQLite.
 import { retryTransaction } from './retry.js';
 import knexFactory, { type Knex } from 'knex';
 

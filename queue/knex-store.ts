@@ -67,6 +67,8 @@ export interface Dialect {
   readonly idListSql: string;
   /** Transactions and the writes they carried, where writes share transactions (group commit). */
   commitStats?(): GroupCommitStats;
+  /** Closes the database; `knex.destroy()` when left out. */
+  close?(knex: Knex): Promise<void>;
 }
 
 const COLUMNS = `seq, id, qty, payload, status, owner, token, attempts, max_attempts, priority, lease_ms,
@@ -114,7 +116,7 @@ export class KnexQueueStore implements QueueStore {
       await store.migrate();
       await store.claimable.ready();
     } catch (err) {
-      await knex.destroy();
+      await (dialect.close ? dialect.close(knex) : knex.destroy());
       throw err;
     }
     return store;
@@ -310,7 +312,7 @@ export class KnexQueueStore implements QueueStore {
 
   async close(): Promise<void> {
     await this.claimable.close();
-    await this.knex.destroy();
+    await (this.dialect.close ? this.dialect.close(this.knex) : this.knex.destroy());
   }
 }
 

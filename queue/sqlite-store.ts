@@ -5,13 +5,12 @@ import type { Knex } from 'knex';
 import { KnexQueueStore, type Dialect } from './knex-store.js';
 import { QueueError } from './errors.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
-import { GroupCommitter } from '../platform/group-commit.js';
 import { queueMigrations } from './migrations/index.js';
 import {
   isBusyError,
   openSqlite,
   retryBusy,
-  withImmediateTransaction,
+  type SqliteDatabase,
   type SqliteExecutor,
   type SqliteJournal,
 } from '../platform/sqlite.js';
@@ -31,32 +30,34 @@ export interface SqliteQueueOptions {
   commitWindowMs?: number;
 }
 
-export function sqliteDialect(clock: Clock, busyBudgetMs: number, commitWindowMs?: number): Dialect {
-  let committer: GroupCommitter<{ executor: SqliteExecutor; now: number }> | undefined;
+/**
+ * Two index walks, each stopping after `limit` rows, then the best of those: pending jobs by
+ * (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
+ */
+export const SQLITE_PICK_SQL = `SELECT seq FROM (
+    SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
+      WHERE status = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)
+    UNION ALL
+    SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
+      WHERE status = 'leased' AND lease_until <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)
+  ) ORDER BY priority DESC, run_at, seq LIMIT ?`;
+
+export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: number): Dialect {
+  // One `now` per transaction, read by its first write: after BEGIN IMMEDIATE has the write
+  // lock, so time spent waiting for the lock can never make an expired lease look current.
+  // Every transaction hands its writes a new executor.
+  const nows = new WeakMap<SqliteExecutor, number>();
+  const nowIn = (executor: SqliteExecutor): number => {
+    let now = nows.get(executor);
+    if (now === undefined) nows.set(executor, (now = clock.now()));
+    return now;
+  };
   return {
-    commitStats: () => committer?.stats() ?? { transactions: 0, writes: 0, windows: 0, windowTimeouts: 0 },
-    write: (knex, work) => {
-      // One SQLite connection per store runs one transaction at a time: writes that arrive
-      // meanwhile share the next one (group commit) instead of queueing for a commit each.
-      committer ??= new GroupCommitter(
-        (batch) =>
-          retryBusy(
-            // `now` is read after BEGIN IMMEDIATE has the write lock, so time spent waiting for
-            // the lock can never make an expired lease look current.
-            () => withImmediateTransaction(knex, (executor) => batch({ executor, now: clock.now() })),
-            busyBudgetMs,
-          ),
-        // Every QueueError a write throws (stale_lease, unknown_job, job_exists...) comes
-        // before it changed anything. queue_unavailable is never among them: the store makes
-        // it from the driver's error only after the committer has given up.
-        {
-          isRefusal: (err) => err instanceof QueueError,
-          ...(commitWindowMs !== undefined ? { windowMs: commitWindowMs } : {}),
-        },
-      );
-      return committer.submit(({ executor, now }) => work(executor, now));
-    },
+    commitStats: () => db.commitStats(),
+    // Writes that arrive while one transaction runs share the next one (group commit).
+    write: (_knex, work) => db.write((executor) => work(executor, nowIn(executor))),
     now: async () => clock.now(),
+    close: () => db.close(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),
     unavailable: (err) => {
       const condition = unavailabilityOf(err);
@@ -71,26 +72,26 @@ export function sqliteDialect(clock: Clock, busyBudgetMs: number, commitWindowMs
           )
         : undefined;
     },
-    // Two index walks, each stopping after `limit` rows, then the best of those: pending jobs
-    // by (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
     idListSql: 'SELECT value FROM json_each(?)',
-    pickSql: `SELECT seq FROM (
-        SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
-          WHERE status = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)
-        UNION ALL
-        SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
-          WHERE status = 'leased' AND lease_until <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)
-      ) ORDER BY priority DESC, run_at, seq LIMIT ?`,
+    pickSql: SQLITE_PICK_SQL,
   };
 }
 
 /** Opens (and migrates) a queue store on one SQLite file. */
 export async function openSqliteQueueStore(options: SqliteQueueOptions): Promise<KnexQueueStore> {
-  const knex = openSqlite({
+  const busyBudgetMs = options.busyBudgetMs ?? 60_000;
+  const db = openSqlite({
     filename: options.filename,
     busyTimeoutMs: options.busyTimeoutMs ?? 5_000,
+    busyBudgetMs,
     ...(options.journal ? { journal: options.journal } : {}),
+    groupCommit: {
+      // Every QueueError a write throws (stale_lease, unknown_job, job_exists...) comes before
+      // it changed anything: a refusal answers that write alone and the batch goes on.
+      isRefusal: (err) => err instanceof QueueError,
+      ...(options.commitWindowMs !== undefined ? { windowMs: options.commitWindowMs } : {}),
+    },
   });
-  const dialect = sqliteDialect(options.clock ?? systemClock, options.busyBudgetMs ?? 60_000, options.commitWindowMs);
-  return KnexQueueStore.open(knex, dialect, options.latePolicy ?? 'reject');
+  const dialect = sqliteDialect(db, options.clock ?? systemClock, busyBudgetMs);
+  return KnexQueueStore.open(db.knex, dialect, options.latePolicy ?? 'reject');
 }

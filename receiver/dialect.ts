@@ -19,4 +19,6 @@ export interface EffectDialect {
    * `cause`; undefined for any other error.
    */
   unavailable(err: unknown): ReceiverError | undefined;
+  /** Closes the database; `knex.destroy()` when left out. */
+  close?(knex: Knex): Promise<void>;
 }

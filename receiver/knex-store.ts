@@ -73,6 +73,6 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
 
     reset: () => write(resetIn).catch(rethrow),
 
-    close: () => knex.destroy(),
+    close: () => (dialect.close ? dialect.close(knex) : knex.destroy()),
   };
 }

@@ -3,17 +3,8 @@
 // and writes that arrive together in one process share a transaction (group commit).
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Knex } from 'knex';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
-import { GroupCommitter } from '../platform/group-commit.js';
-import {
-  isBusyError,
-  openSqlite,
-  retryBusy,
-  withImmediateTransaction,
-  type SqliteExecutor,
-  type SqliteJournal,
-} from '../platform/sqlite.js';
+import { isBusyError, openSqlite, retryBusy, type SqliteDatabase, type SqliteJournal } from '../platform/sqlite.js';
 import type { EffectDialect } from './dialect.js';
 import { ReceiverError } from './errors.js';
 import { createKnexEffectStore, type KnexEffectStore } from './knex-store.js';
@@ -30,32 +21,23 @@ export interface SqliteEffectStoreOptions {
 }
 
 /**
- * Two write paths on the store's one connection, each with its own group commit. An `apply`
- * callback is handed a Knex.Transaction, the type embedders write with (`tx('shipments')`,
- * `tx.schema`), so a request with one runs in a knex transaction: openSqlite's client begins it
- * IMMEDIATE and still reuses prepared statements. A request without one (every request the
- * receiver itself serves) and reset() skip knex and send prepared statements straight to the
- * driver inside BEGIN IMMEDIATE, as the queue's writes do.
+ * Both write paths run on the database's one connection and its one group committer
+ * (platform/sqlite.ts). A request without `apply` (every request the receiver itself serves), a
+ * prune batch and reset() send prepared statements straight to the driver inside BEGIN
+ * IMMEDIATE. An `apply` callback is handed a Knex.Transaction, the type embedders write with
+ * (`tx('shipments')`, `tx.schema`), so a batch holding a request with one runs as a knex
+ * transaction, begun IMMEDIATE too. Either way the clock is read after the write lock is held.
  *
- * Neither committer takes any error for a refusal: fenced and conflict are answers, not
- * errors, and an `apply` may fail after writing through the transaction. Any error rolls the
- * batch back, and each write then runs alone, where the error reaches the request it belongs to.
+ * The committer takes no error for a refusal: fenced and conflict are answers, not errors. Any
+ * error rolls the batch back, and each write then runs alone, where the error reaches the
+ * request it belongs to.
  */
-export function sqliteEffectDialect(busyBudgetMs: number): EffectDialect {
-  let knexCommitter: GroupCommitter<Knex.Transaction> | undefined;
-  let driverCommitter: GroupCommitter<SqliteExecutor> | undefined;
+export function sqliteEffectDialect(db: SqliteDatabase): EffectDialect {
   return {
-    transaction: (knex, work) => {
-      knexCommitter ??= new GroupCommitter((batch) => retryBusy(() => knex.transaction(batch), busyBudgetMs));
-      return knexCommitter.submit(work);
-    },
-    write: (knex, work) => {
-      driverCommitter ??= new GroupCommitter((batch) =>
-        retryBusy(() => withImmediateTransaction(knex, batch), busyBudgetMs),
-      );
-      return driverCommitter.submit(work);
-    },
+    transaction: (_knex, work) => db.transaction(work),
+    write: (_knex, work) => db.write(work),
     unavailable: sqliteUnavailable,
+    close: () => db.close(),
   };
 }
 
@@ -73,16 +55,17 @@ function sqliteUnavailable(err: unknown): ReceiverError | undefined {
 /** Opens, migrates and wraps one SQLite file: the receiver's default store. */
 export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): Promise<KnexEffectStore> {
   if (options.filename !== ':memory:') await mkdir(dirname(options.filename), { recursive: true });
-  const knex = openSqlite({
+  const db = openSqlite({
     filename: options.filename,
     busyTimeoutMs: options.busyTimeoutMs,
+    busyBudgetMs: options.busyBudgetMs ?? 10_000,
     ...(options.journal ? { journal: options.journal } : {}),
   });
   try {
-    await retryBusy(() => migrateReceiver(knex), options.busyBudgetMs);
+    await retryBusy(() => migrateReceiver(db.knex), options.busyBudgetMs);
   } catch (err) {
-    await knex.destroy();
+    await db.close();
     throw err;
   }
-  return createKnexEffectStore({ knex, dialect: sqliteEffectDialect(options.busyBudgetMs ?? 10_000) });
+  return createKnexEffectStore({ knex: db.knex, dialect: sqliteEffectDialect(db) });
 }

@@ -13,7 +13,7 @@ export async function holdWriteLock(filename: string): Promise<() => Promise<voi
   const released = new Promise<void>((resolve) => (release = resolve));
   let locked!: () => void;
   const isLocked = new Promise<void>((resolve) => (locked = resolve));
-  const done = holder.transaction(async () => {
+  const done = holder.write(async () => {
     locked();
     await released;
   });
@@ -24,7 +24,7 @@ export async function holdWriteLock(filename: string): Promise<() => Promise<voi
     open = false;
     release();
     await done;
-    await holder.destroy();
+    await holder.close();
   };
   onTestFinished(releaseLock);
   return releaseLock;

@@ -1,10 +1,12 @@
-// Why the queue's transactions begin IMMEDIATE: a deferred transaction that reads and then
+// Why the stores' transactions begin IMMEDIATE: a deferred transaction that reads and then
 // writes fails at once with SQLITE_BUSY when another connection took the write lock in
-// between, whatever the busy timeout; an IMMEDIATE one waits for the lock and succeeds.
+// between, whatever the busy timeout; an IMMEDIATE one waits for the lock and succeeds. Both
+// write paths of platform/sqlite.ts begin IMMEDIATE: `write` on prepared statements, and
+// `transaction`, a knex transaction on the connection platform/sqlite-connection.ts lends knex.
 import { describe, expect, test } from 'vitest';
 import knexFactory, { type Knex } from 'knex';
 import { join } from 'node:path';
-import { isBusyError, openSqlite } from '../../platform/sqlite.js';
+import { isBusyError, openSqlite, type SqliteDatabase } from '../../platform/sqlite.js';
 import { openSqliteQueueStore } from '../../queue/index.js';
 import { newJobInput } from '../queue/store.suite.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -14,21 +16,21 @@ const BUSY_TIMEOUT_MS = 3_000;
 async function setup() {
   const filename = join(tempDir('leasehold-immediate-'), 'lock.sqlite');
   const holder = openSqlite({ filename, busyTimeoutMs: BUSY_TIMEOUT_MS });
-  await holder.raw('CREATE TABLE counter (n INTEGER NOT NULL)');
-  await holder.raw('INSERT INTO counter VALUES (0)');
-  const handles: Knex[] = [holder];
-  const close = () => Promise.all(handles.map((h) => h.destroy()));
+  await holder.knex.raw('CREATE TABLE counter (n INTEGER NOT NULL)');
+  await holder.knex.raw('INSERT INTO counter VALUES (0)');
+  const handles: Array<Knex | SqliteDatabase> = [holder];
+  const close = () => Promise.all(handles.map((h) => ('knex' in h ? h.close() : h.destroy())));
   return { filename, holder, handles, close };
 }
 
 /** Holds the write lock on `holder` until the returned release() is called. */
-async function holdWriteLock(holder: Knex): Promise<{ release: () => Promise<void> }> {
+async function holdWriteLock(holder: SqliteDatabase): Promise<{ release: () => Promise<void> }> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let locked!: () => void;
   const isLocked = new Promise<void>((resolve) => (locked = resolve));
-  const done = holder.transaction(async (trx) => {
-    await trx.raw('UPDATE counter SET n = n + 1');
+  const done = holder.write(async (executor) => {
+    await executor.raw('UPDATE counter SET n = n + 1', []);
     locked();
     await released;
   });
@@ -45,12 +47,36 @@ describe('SQLite transactions', () => {
   test('openSqlite transactions send BEGIN IMMEDIATE', async () => {
     const { holder, close } = await setup();
     const seen: string[] = [];
-    holder.on('query', (q: { sql: string }) => seen.push(q.sql));
+    // What SQLite receives: knex announces its own `BEGIN;`, which the lent connection sends IMMEDIATE.
+    holder.onStatement((sql) => seen.push(sql));
     await holder.transaction(async (trx) => {
       await trx.raw('SELECT n FROM counter');
     });
     await close();
     expect(seen[0]).toBe('BEGIN IMMEDIATE;');
+  });
+
+  test('openSqlite writes send BEGIN IMMEDIATE', async () => {
+    const { holder, close } = await setup();
+    const seen: string[] = [];
+    holder.knex.on('query', (q: { sql: string }) => seen.push(q.sql));
+    await holder.write(async (executor) => {
+      await executor.raw('SELECT n FROM counter', []);
+    });
+    await close();
+    expect(seen[0]).toBe('BEGIN IMMEDIATE');
+  });
+
+  test('a knex transaction holds the write lock before its first statement', async () => {
+    const { filename, holder, handles, close } = await setup();
+    const other = openSqlite({ filename, busyTimeoutMs: 0, busyBudgetMs: 0 });
+    handles.push(other);
+    let refused: unknown;
+    await holder.transaction(async () => {
+      refused = await other.write(async () => undefined).catch((err: unknown) => err);
+    });
+    await close();
+    expect(isBusyError(refused), `expected SQLITE_BUSY for the other writer, got ${String(refused)}`).toBe(true);
   });
 
   test('a deferred read-then-write fails with SQLITE_BUSY at once, ignoring the busy timeout', async () => {
@@ -103,7 +129,26 @@ describe('SQLite transactions', () => {
     setTimeout(() => void lock.release(), 300);
     await attempt;
     const elapsedMs = performance.now() - started;
-    const [{ n }] = await immediate.raw('SELECT n FROM counter');
+    const [{ n }] = await immediate.knex.raw('SELECT n FROM counter');
+    await close();
+    expect(n, 'both writes applied: 1 by the holder, then 10 on top').toBe(11);
+    expect(elapsedMs, 'waited for the holder to commit').toBeGreaterThanOrEqual(250);
+  });
+
+  test('an IMMEDIATE write waits for the write lock and then succeeds', async () => {
+    const { filename, holder, handles, close } = await setup();
+    const immediate = openSqlite({ filename, busyTimeoutMs: BUSY_TIMEOUT_MS });
+    handles.push(immediate);
+    const lock = await holdWriteLock(holder);
+    const started = performance.now();
+    const attempt = immediate.write(async (executor) => {
+      const rows = (await executor.raw('SELECT n FROM counter', [])) as Array<{ n: number }>;
+      await executor.raw('UPDATE counter SET n = ?', [rows[0]!.n + 10]);
+    });
+    setTimeout(() => void lock.release(), 300);
+    await attempt;
+    const elapsedMs = performance.now() - started;
+    const [{ n }] = await immediate.knex.raw('SELECT n FROM counter');
     await close();
     expect(n, 'both writes applied: 1 by the holder, then 10 on top').toBe(11);
     expect(elapsedMs, 'waited for the holder to commit').toBeGreaterThanOrEqual(250);

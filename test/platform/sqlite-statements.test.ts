@@ -1,23 +1,24 @@
-// The prepared-statement cache of queue/sqlite.ts on a real file: SQL that SQLite cannot
+// The prepared-statement cache of platform/sqlite-connection.ts on a real file: SQL that SQLite cannot
 // compile is an error at once, on every path a store uses, and leaves the connection working.
 // (node-sqlite3 never answers a run queued on a statement whose preparation failed.)
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Knex } from 'knex';
 import { join } from 'node:path';
-import { openSqlite, withImmediateTransaction } from '../../platform/sqlite.js';
+import { openSqlite, type SqliteDatabase } from '../../platform/sqlite.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const handles: Knex[] = [];
+const handles: SqliteDatabase[] = [];
 afterEach(async () => {
-  await Promise.all(handles.splice(0).map((h) => h.destroy()));
+  await Promise.all(handles.splice(0).map((h) => h.close()));
 });
 
-async function setup(): Promise<Knex> {
-  const knex = openSqlite({ filename: join(tempDir('leasehold-statements-'), 'db.sqlite') });
-  handles.push(knex);
-  await knex.raw('CREATE TABLE counter (n INTEGER NOT NULL)');
-  await knex.raw('INSERT INTO counter VALUES (0)');
-  return knex;
+/** A fresh file with one table: knex and the write path on the same connection. */
+async function setup(): Promise<{ knex: Knex; db: SqliteDatabase }> {
+  const db = openSqlite({ filename: join(tempDir('leasehold-statements-'), 'db.sqlite') });
+  handles.push(db);
+  await db.knex.raw('CREATE TABLE counter (n INTEGER NOT NULL)');
+  await db.knex.raw('INSERT INTO counter VALUES (0)');
+  return { knex: db.knex, db };
 }
 
 /** `promise`'s outcome, or a failure naming what hung: a hang must fail the test, not time it out. */
@@ -52,7 +53,7 @@ async function expectSqlError(what: string, promise: Promise<unknown>, message: 
 
 describe('SQL that SQLite cannot compile', () => {
   test('is an error at once through knex, again on a second try, and the connection keeps working', async () => {
-    const knex = await setup();
+    const { knex } = await setup();
     await expectSqlError('a query on a missing table', knex.raw('SELECT * FROM nope'), /no such table: nope/);
     await expectSqlError('the same query again', knex.raw('SELECT * FROM nope'), /no such table: nope/);
     await expectSqlError('a syntax error', knex.raw('SELEC 1'), /syntax error/);
@@ -60,7 +61,7 @@ describe('SQL that SQLite cannot compile', () => {
   });
 
   test('is an error inside a knex transaction, which rolls back', async () => {
-    const knex = await setup();
+    const { knex } = await setup();
     const work = knex.transaction(async (trx) => {
       await trx('counter').update({ n: 1 });
       await trx('nope').insert({ n: 1 });
@@ -70,20 +71,20 @@ describe('SQL that SQLite cannot compile', () => {
   });
 
   test('is an error on the direct write path, which rolls back and leaves the next write working', async () => {
-    const knex = await setup();
-    const failing = withImmediateTransaction(knex, async (executor) => {
+    const { knex, db } = await setup();
+    const failing = db.write(async (executor) => {
       await executor.raw('UPDATE counter SET n = n + 1', []);
       await executor.raw('UPDATE nope SET n = 1', []);
     });
     await expectSqlError('an update of a missing table on the write path', failing, /no such table: nope/);
-    await withImmediateTransaction(knex, (executor) => executor.raw('UPDATE counter SET n = n + 10', []));
+    await db.write((executor) => executor.raw('UPDATE counter SET n = n + 10', []));
     expect(await knex('counter').select('n'), 'only the second write committed').toEqual([{ n: 10 }]);
   });
 
   test('fails every run queued on it while it was being compiled, not only the first', async () => {
-    const knex = await setup();
+    const { knex, db } = await setup();
     const outcomes: ({ value: unknown } | { error: unknown })[] = [];
-    const work = withImmediateTransaction(knex, async (executor) => {
+    const work = db.write(async (executor) => {
       // Three runs of one statement sent together: the second and third find it in the cache,
       // still being compiled.
       const runs = [0, 1, 2].map((i) =>

@@ -3,14 +3,12 @@
 import { expect, test } from 'vitest';
 import { join } from 'node:path';
 import { openSqliteQueueStore } from '../../queue/index.js';
-import { sqliteDialect } from '../../queue/sqlite-store.js';
-import { fakeClock } from '../helpers/clock.js';
+import { SQLITE_PICK_SQL as pickSql } from '../../queue/sqlite-store.js';
 import { tempDir } from '../helpers/tmp.js';
 
 test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sort over the queue', async () => {
   const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-plan-'), 'q.sqlite') });
   try {
-    const { pickSql } = sqliteDialect(fakeClock(), 1_000);
     const rows: { detail: string }[] = await store.knex.raw(`EXPLAIN QUERY PLAN ${pickSql}`, [0, 1, 0, 1, 1]);
     const lines = rows.map((r) => r.detail);
     const plan = lines.join('\n');

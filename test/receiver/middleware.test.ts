@@ -34,14 +34,15 @@ async function setup(options: SetupOptions = {}) {
   /** apply calls per job, in call order. */
   const calls: Record<string, number> = {};
   const shipments = async (): Promise<Array<{ job_id: string; qty: number }>> => {
-    const knex = openSqlite({ filename });
+    const db = openSqlite({ filename });
+    const knex = db.knex;
     try {
       return (await knex('shipments').select('job_id', 'qty').orderBy('job_id')) as Array<{
         job_id: string;
         qty: number;
       }>;
     } finally {
-      await knex.destroy();
+      await db.close();
     }
   };
   const app = express();
@@ -119,8 +120,9 @@ describe('fencedEffects in a downstream app', () => {
   // connection holds locked for the first call.
   test('an apply that meets SQLITE_BUSY runs the whole transaction again and is applied once', async () => {
     const carrierFile = join(tempDir('leasehold-carrier-'), 'carrier.sqlite');
-    const carrier = openSqlite({ filename: carrierFile, busyTimeoutMs: 20 });
-    closeAfterTest(() => carrier.destroy());
+    const carrierDb = openSqlite({ filename: carrierFile, busyTimeoutMs: 20 });
+    closeAfterTest(() => carrierDb.close());
+    const carrier = carrierDb.knex;
     await carrier.schema.createTable('labels', (t) => t.string('job_id'));
     const release = await holdWriteLock(carrierFile);
     const errors: unknown[] = [];

@@ -32,8 +32,9 @@ describe('receiver sqlite schema', () => {
     const again = await openSqliteEffectStore({ filename });
     closeAfterTest(() => again.close());
 
-    const knex = openSqlite({ filename });
-    closeAfterTest(() => knex.destroy());
+    const db = openSqlite({ filename });
+    closeAfterTest(() => db.close());
+    const knex = db.knex;
     const tables = (await knex('sqlite_master').where({ type: 'table' }).pluck('name')) as string[];
     expect(tables.filter((t) => t !== 'sqlite_sequence').sort()).toEqual(
       [
