@@ -53,6 +53,7 @@ const TEST_LAYERS = {
     'test/**/process.test.ts',
     'test/**/multiprocess.test.ts',
     'test/queue/crash.test.ts',
+    'test/testing/node-test.test.ts',
   ],
 } as const;
 

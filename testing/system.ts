@@ -216,7 +216,7 @@ function systemHandle(parts: {
     return names.map((name) => {
       const stub = allStubs.find((s) => s.name === name);
       if (stub) return { name, client: stub.client, effect: (jobId) => stub.handle.effect(jobId) };
-      throw new ExpectationError(
+      throw new RangeError(
         name in downstreams
           ? `downstream "${name}" is an endpoint of the test's own: the kit can read only the stubs it started (${allStubs.map((s) => `"${s.name}"`).join(', ')}).`
           : `there is no downstream "${name}"; the system has ${Object.keys(downstreams)
@@ -246,8 +246,9 @@ function systemHandle(parts: {
     expectExactlyOnce: async (choice) => {
       for (const downstream of readable(choice, [RECEIVER])) await expectExactlyOnceAt(queueClient, downstream, apiKey);
     },
-    expectNoEffect: (jobId, choice) => expectNoEffectAt(jobId, readable(choice, stubNames)),
-    waitForEffect: (jobId, choice) => waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000),
+    expectNoEffect: async (jobId, choice) => expectNoEffectAt(jobId, readable(choice, stubNames)),
+    waitForEffect: async (jobId, choice) =>
+      waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000),
     reset: async () => {
       await Promise.all([queue.reset(), ...allStubs.map((s) => s.handle.reset())]);
     },
