@@ -7,7 +7,6 @@ import { startReceiver, ReceiverClient, type ReceiverHandle } from '../receiver/
 import { createWorker, type Worker, type WorkerOptions } from '../worker/index.js';
 import { ManualClock } from './clock.js';
 import {
-  ExpectationError,
   expectExactlyOnceAt,
   expectNoEffectAt,
   waitForEffectAt,
