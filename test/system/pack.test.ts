@@ -1,7 +1,8 @@
 // The package as another project gets it: `npm pack`, then the tarball installed into an empty
 // project that has none of this repository's tools, only vitest from the registry. There the
 // docs' examples run as written: the vitest file that uses the stub receiver, and the
-// fencedEffects server with its own migration (both read from docs/receiver.md).
+// fencedEffects server with its own migration (both read from docs/receiver.md), and the test
+// kit's zombie as a vitest and a node:test file (docs/testing-kit.md).
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,7 +37,7 @@ function run(command: string, args: string[], cwd: string, timeoutMs: number): P
   });
 }
 
-/** The examples docs/receiver.md marks with `<!-- example: <file> -->`, by file name. */
+/** The examples a doc marks with `<!-- example: <file> -->`, by file name. */
 function docExamples(markdown: string): Map<string, string> {
   const found = new Map<string, string>();
   for (const [, file, code] of markdown.matchAll(/<!-- example: (\S+) -->\n```\w*\n([\s\S]*?)\n```/g)) {
@@ -123,15 +124,27 @@ test(
     );
     expect(existsSync(join(project, 'node_modules', 'leasehold', 'dist', 'receiver', 'service.d.ts'))).toBe(true);
 
-    // The docs' examples, as written.
-    const examples = docExamples(readFileSync(join(ROOT, 'docs', 'receiver.md'), 'utf8'));
-    expect([...examples.keys()].sort()).toEqual(['effects.test.ts', 'ship.mjs']);
+    // The docs' examples, as written: the stub's and the test kit's.
+    const examples = new Map([
+      ...docExamples(readFileSync(join(ROOT, 'docs', 'receiver.md'), 'utf8')),
+      ...docExamples(readFileSync(join(ROOT, 'docs', 'testing-kit.md'), 'utf8')),
+    ]);
+    expect([...examples.keys()].sort()).toEqual([
+      'effects.test.ts',
+      'ship.mjs',
+      'zombie.node-test.mjs',
+      'zombie.test.ts',
+    ]);
     for (const [file, code] of examples) writeFileSync(join(project, file), code);
 
     const vitest = await step('vitest run', () =>
       run(process.execPath, [join(project, 'node_modules', 'vitest', 'vitest.mjs'), 'run'], project, 2 * 60_000),
     );
-    expect(stripVTControlCharacters(vitest.stdout)).toMatch(/Tests\s+4 passed \(4\)/);
+    expect(stripVTControlCharacters(vitest.stdout)).toMatch(/Tests\s+6 passed \(6\)/);
+    const nodeTest = await step('node --test', () =>
+      run(process.execPath, ['--test', '--test-reporter=tap', 'zombie.node-test.mjs'], project, 60_000),
+    );
+    expect(nodeTest.stdout).toMatch(/^# pass 2$/m);
 
     await shipExample(project);
   },
