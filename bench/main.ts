@@ -22,9 +22,12 @@ import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
 import { killAll, profileChildrenInto } from './processes.js';
+import { renderTestkit, runTestkitBench } from './testkit.js';
 import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
 
 const { full, quick } = PRESETS;
+/** Rounds of `--testkit` unless --rounds says otherwise. */
+const TESTKIT_ROUNDS = 20;
 const program = new Command('npm run bench --')
   .description(
     'Measure the queue, the queue over HTTP and the whole system against the raw SQLite write limit of the same disk, ' +
@@ -41,6 +44,10 @@ const program = new Command('npm run bench --')
     'only these columns (comma-separated ids, as in --json), with the limit: to profile one in isolation',
   )
   .option('--json', 'print the results as JSON on stdout (progress still goes to stderr)')
+  .option(
+    '--testkit',
+    `only the test kit: startSystem(), reset() and the whole zombie test, in process, ${TESTKIT_ROUNDS} rounds (--rounds) after a warm-up`,
+  )
   .addOption(
     new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(parseWholeNumber),
   )
@@ -133,6 +140,12 @@ const program = new Command('npm run bench --')
 usageErrors(program, 'npm run bench');
 program.parse(process.argv);
 const flags = program.opts<BenchFlags>();
+if (flags.testkit) {
+  // Its own measurement, in this process: none of the main table's databases, children or counters.
+  const figures = await runTestkitBench(flags.rounds ?? TESTKIT_ROUNDS, (line) => process.stderr.write(`${line}\n`));
+  process.stdout.write(`${flags.json ? JSON.stringify({ testkit: figures }) : renderTestkit(figures)}\n`);
+  process.exit(0);
+}
 installCounters();
 const options = checkOptions(program, {}, () => resolveOptions(flags));
 if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));

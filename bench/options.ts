@@ -10,6 +10,7 @@ import type { ProfileOptions } from './profile.js';
 export interface BenchFlags {
   quick?: boolean;
   json?: boolean;
+  testkit?: boolean;
   rounds?: number;
   windowMs?: number;
   sliceMs?: number;
