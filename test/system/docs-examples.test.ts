@@ -42,7 +42,12 @@ function examplesOf(page: string): Block[] {
 }
 
 /** Programs the pack test runs in a project with the tarball, vitest and express installed. */
-const RUN_BY_THE_PACK_TEST = new Set(['docs/receiver.md:effects.test.ts', 'docs/receiver.md:ship.mjs']);
+const RUN_BY_THE_PACK_TEST = new Set([
+  'docs/receiver.md:effects.test.ts',
+  'docs/receiver.md:ship.mjs',
+  'docs/testing-kit.md:zombie.test.ts',
+  'docs/testing-kit.md:zombie.node-test.mjs',
+]);
 
 interface Step {
   page: string;
