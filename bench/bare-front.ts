@@ -9,6 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createForwarder } from '../gateway/index.js';
+import { urlUnder } from '../platform/exchange.js';
 import { openQueueStore, QueueClient, type QueueStore } from '../queue/index.js';
 
 type Handler = (method: string, path: string, body: unknown) => Promise<{ status: number; body?: unknown }>;
@@ -43,7 +44,7 @@ function queueFront(store: QueueStore): Handler {
 }
 
 function gatewayFront(queue: QueueClient, receiverUrl: URL): Handler {
-  const forwarder = createForwarder({ receiverUrl, secret: undefined, now: Date.now });
+  const forwarder = createForwarder({ endpoint: urlUnder(receiverUrl, ['effects']), secret: undefined, now: Date.now });
   return async (method, path, body) => {
     if (method !== 'POST' || path !== '/send') {
       return {

@@ -22,7 +22,7 @@ import { gatewayOpenApi } from './openapi.js';
 import { resolveGatewayOptions, type GatewayOptions } from './options.js';
 import { sendBody } from './schemas.js';
 import { createSend } from './send.js';
-import type { SendRequest } from './types.js';
+import { DEFAULT_DOWNSTREAM, type SendRequest } from './types.js';
 import { CoalescingVerifier } from './verifier.js';
 
 /** An express app that owns keep-alive connection pools: `close()` releases them. */
@@ -37,14 +37,22 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     timeoutMs: resolved.queueTimeoutMs,
     apiKey: resolved.apiKey,
   });
-  const forwarder = createForwarder({
-    receiverUrl: resolved.receiverUrl,
-    secret: resolved.secret,
-    now: () => resolved.clock.now(),
-  });
+  const downstreams = new Map(
+    [...resolved.downstreams].map(([name, downstream]) => [
+      name,
+      {
+        forwarder: createForwarder({
+          endpoint: downstream.url,
+          secret: downstream.secret,
+          now: () => resolved.clock.now(),
+        }),
+        signed: downstream.secret !== undefined,
+      },
+    ]),
+  );
   // Sends that overlap share their lease checks: one queue request for all that wait.
   const verifier = new CoalescingVerifier(queue);
-  const send = createSend({ queue: verifier, forwarder, options: resolved, logger });
+  const send = createSend({ queue: verifier, downstreams, options: resolved, logger });
   const sends = gatewayMetrics(metrics, () => verifier.counts);
 
   const app = express();
@@ -66,28 +74,44 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     const caller = callerGone(res);
     const request: SendRequest = body;
     const base = { jobId: request.jobId, owner: request.owner, token: request.token };
+    // Counted by downstream only when it names one the gateway has: a caller cannot add series at will.
+    const downstream = downstreams.has(request.to ?? DEFAULT_DOWNSTREAM)
+      ? (request.to ?? DEFAULT_DOWNSTREAM)
+      : undefined;
+    const where = {
+      ...(downstream !== undefined ? { downstream } : {}),
+      ...(request.key !== undefined ? { key: request.key } : {}),
+    };
     try {
       const result = await send(request, caller.signal);
       const ms = elapsed(started);
-      sends.sent(result.outcome, result.attempts);
-      logger.info({ ...base, outcome: result.outcome, attempts: result.attempts, ms }, 'forwarded');
+      sends.sent(result.outcome, result.attempts, downstream);
+      logger.info({ ...base, ...where, outcome: result.outcome, attempts: result.attempts, ms }, 'forwarded');
       res.set('Leasehold-Attempts', String(result.attempts));
       if (result.outcome === 'duplicate') res.set('Idempotent-Replayed', 'true');
       res.status(200).json({ outcome: result.outcome, effect: result.effect });
     } catch (err) {
       const ms = elapsed(started);
       if (caller.signal.aborted) {
-        sends.sent('abandoned', 0);
-        logger.info({ ...base, ms }, 'send abandoned: the caller closed the connection');
+        sends.sent('abandoned', 0, downstream);
+        logger.info({ ...base, ...where, ms }, 'send abandoned: the caller closed the connection');
         return;
       }
       if (err instanceof GatewayError) {
         const { reason, attempts = 0 } = err.details;
-        sends.sent(err.code, Number(attempts));
-        const entry = { ...base, outcome: err.code, status: err.status, ...(reason ? { reason } : {}), attempts, ms };
+        sends.sent(err.code, Number(attempts), downstream);
+        const entry = {
+          ...base,
+          ...where,
+          outcome: err.code,
+          status: err.status,
+          ...(reason ? { reason } : {}),
+          attempts,
+          ms,
+        };
         if (err.status >= 500) logger.warn(entry, err.message);
         else logger.info(entry, 'refused');
-      } else sends.sent('internal', 0);
+      } else sends.sent('internal', 0, downstream);
       throw err;
     } finally {
       caller.done();
@@ -112,7 +136,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   return Object.assign(app, {
     close() {
       queue.close();
-      forwarder.close();
+      for (const { forwarder } of downstreams.values()) forwarder.close();
     },
   });
 }

@@ -4,6 +4,8 @@ import { isCodeOf, ServiceError, type EdgeFailure } from '../platform/service-er
 
 export const GATEWAY_ERROR_STATUS = {
   invalid_request: 400,
+  /** The send's `to` names no downstream the gateway was started with; nothing is sent. */
+  unknown_downstream: 400,
   /** With --api-key: the request did not carry `Authorization: Bearer <key>`. */
   unauthorized: 401,
   not_found: 404,
@@ -20,6 +22,8 @@ export const GATEWAY_ERROR_STATUS = {
   upstream_unavailable: 502,
   /** The receiver refused the request itself (401 signature, 400, 404...): retrying cannot help. */
   upstream_rejected: 502,
+  /** A downstream answered outside the protocol (a status or body no fenced downstream gives); `downstream` names it. */
+  bad_downstream: 502,
   queue_unavailable: 503,
   /** Client side only: the gateway itself could not be reached. */
   gateway_unavailable: 503,

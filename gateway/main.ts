@@ -17,7 +17,10 @@ import {
 } from '../platform/flags.js';
 import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
 import { createLogger } from '../platform/logger.js';
+import { httpUrl } from '../platform/url.js';
+import { downstreamSecretVariable, parseNamedValue, type DownstreamOptions } from './downstreams.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
+import { DEFAULT_DOWNSTREAM } from './types.js';
 import { startGateway, type GatewayService } from './service.js';
 
 interface GatewayFlags {
@@ -26,6 +29,8 @@ interface GatewayFlags {
   queue: string;
   receiver: string;
   secret?: string;
+  downstream: string[];
+  downstreamSecret: string[];
   receiverTimeoutMs: number;
   queueTimeoutMs: number;
   retryAttempts: number;
@@ -47,7 +52,24 @@ export function gatewayCommand(): Command {
     .option('--host <host>', 'address to bind to', '127.0.0.1')
     .option('--queue <url>', "the queue's base URL (leases are verified there)", 'http://127.0.0.1:4100')
     .option('--receiver <url>', "the receiver's base URL (effects are forwarded there)", 'http://127.0.0.1:4300')
+    .addOption(
+      new Option(
+        '--downstream <name=url>',
+        'another downstream a send\'s "to" may name: its effect endpoint, path included (repeatable)',
+      )
+        .env('LEASEHOLD_DOWNSTREAMS')
+        .argParser(collect)
+        .default([]),
+    )
     .addOption(new Option('--secret <secret>', 'shared secret: sign every forwarded request with Leasehold-Signature'))
+    .addOption(
+      new Option(
+        '--downstream-secret <name=secret>',
+        "a downstream's own secret, instead of --secret (repeatable; or LEASEHOLD_SECRET_<NAME>)",
+      )
+        .argParser(collect)
+        .default([]),
+    )
     .addOption(
       new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver')
         .argParser(parsePositiveInt)
@@ -90,15 +112,22 @@ export function gatewayCommand(): Command {
         'On start it prints one line to stdout: "leasehold gateway listening on http://<host>:<port>".',
         'Every retry first verifies the lease again; retries stop when it is no longer current (409 stale_lease)',
         'or the budget is spent (502/504 upstream_unavailable). Backoff is exponential with jitter, from 100 ms up to 2 s.',
+        '',
+        'A send goes to the downstream its "to" names, "receiver" (the --receiver URL, under /effects) by default.',
+        'LEASEHOLD_DOWNSTREAMS holds several: name=url,name=url. Each downstream signs with its own secret when',
+        'it has one (--downstream-secret NAME=SECRET, else LEASEHOLD_SECRET_<NAME>, upper-cased, - as _), else --secret.',
         SECRETS_IN_VARIABLES,
       ].join('\n'),
     )
     .action(async (flags: GatewayFlags, command: Command) => {
       if (flags.secret === '')
         command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
+      const { receiverUrl, downstreams, receiverSecret } = downstreamsOf(command, flags);
       const options = {
         queueUrl: flags.queue,
-        receiverUrl: flags.receiver,
+        receiverUrl,
+        receiverSecret,
+        downstreams,
         secret: flags.secret,
         receiverTimeoutMs: flags.receiverTimeoutMs,
         queueTimeoutMs: flags.queueTimeoutMs,
@@ -106,15 +135,82 @@ export function gatewayCommand(): Command {
         retryBudgetMs: flags.retryBudgetMs,
         apiKey: flags.apiKey,
       };
-      checkOptions(command, flagNamesOf(command, { queueUrl: '--queue', receiverUrl: '--receiver' }), () =>
-        resolveGatewayOptions(options),
-      );
+      checkOptions(command, flagNamesOf(command, RENAMED), () => resolveGatewayOptions(options));
       const limits = serverLimitsOf(flags);
-      checkOptions(command, flagNamesOf(command, { queueUrl: '--queue', receiverUrl: '--receiver' }), () =>
-        resolveListenOptions(limits),
-      );
+      checkOptions(command, flagNamesOf(command, RENAMED), () => resolveListenOptions(limits));
       await runGateway({ ...options, ...limits, host: flags.host, port: flags.port }, flags.logLevel);
     });
+}
+
+/** The library's names for what the flags set, where they differ. */
+const RENAMED = { queueUrl: '--queue', receiverUrl: '--receiver', downstreams: '--downstream' };
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/**
+ * The downstreams and their secrets from --downstream, --downstream-secret and the variables
+ * standing in for them: a variable is a comma list (a flag is one entry each, so a secret may
+ * hold a comma). A name given twice, or a secret for a downstream not configured, is a usage error.
+ */
+function downstreamsOf(
+  command: Command,
+  flags: GatewayFlags,
+): {
+  receiverUrl: string | undefined;
+  receiverSecret: string | undefined;
+  downstreams: Record<string, DownstreamOptions>;
+} {
+  const entries = (key: 'downstream' | 'downstreamSecret', values: string[]) =>
+    command.getOptionValueSource(key) === 'env' ? values.flatMap((v) => v.split(',')).filter((v) => v !== '') : values;
+  const named = (flag: string, what: string, values: string[]) => {
+    const found = new Map<string, string>();
+    for (const text of values) {
+      let parsed;
+      try {
+        parsed = parseNamedValue(text, what);
+      } catch (err) {
+        return command.error(`error: ${flag}: ${(err as Error).message}`);
+      }
+      if (found.has(parsed.name))
+        command.error(`error: ${flag} names "${parsed.name}" twice; give each downstream once`);
+      found.set(parsed.name, parsed.value);
+    }
+    return found;
+  };
+  const urls = named('--downstream', 'URL', entries('downstream', flags.downstream));
+  for (const [name, url] of urls) checkOptions(command, {}, () => httpUrl(`--downstream ${name}`, url));
+  const secrets = named('--downstream-secret', 'SECRET', entries('downstreamSecret', flags.downstreamSecret));
+  const receiverGiven = command.getOptionValueSource('receiver') !== 'default';
+  if (urls.has(DEFAULT_DOWNSTREAM) && receiverGiven) {
+    command.error(
+      `error: --receiver and --downstream ${DEFAULT_DOWNSTREAM}=URL both name the downstream "${DEFAULT_DOWNSTREAM}"; give one of them`,
+    );
+  }
+  const receiverUrl = urls.has(DEFAULT_DOWNSTREAM) ? undefined : flags.receiver;
+  const all = new Set([...(receiverUrl !== undefined ? [DEFAULT_DOWNSTREAM] : []), ...urls.keys()]);
+  for (const name of secrets.keys()) {
+    if (!all.has(name)) {
+      command.error(
+        `error: --downstream-secret names "${name}", which is not a downstream; the gateway has ${[...all].join(', ')}`,
+      );
+    }
+  }
+  // Only main reads the environment: LEASEHOLD_SECRET_<NAME> is looked up here for each downstream.
+  const secretOf = (name: string) => {
+    const variable = downstreamSecretVariable(name);
+    const fromVariable = process.env[variable];
+    if (!secrets.has(name) && fromVariable === '') {
+      command.error(`error: ${variable} is empty; set a non-empty secret for "${name}", or unset it`);
+    }
+    return secrets.get(name) ?? fromVariable;
+  };
+  return {
+    receiverUrl,
+    receiverSecret: receiverUrl !== undefined ? secretOf(DEFAULT_DOWNSTREAM) : undefined,
+    downstreams: Object.fromEntries([...urls].map(([name, url]) => [name, { url, secret: secretOf(name) }])),
+  };
 }
 
 async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {
@@ -130,6 +226,7 @@ async function runGateway(options: Parameters<typeof startGateway>[0], logLevel:
       url: service.url,
       queue: options.queueUrl,
       receiver: options.receiverUrl,
+      downstreams: Object.fromEntries(Object.entries(options.downstreams ?? {}).map(([name, d]) => [name, d.url])),
       signed: options.secret !== undefined,
       apiKey: options.apiKey !== undefined,
     },

@@ -7,8 +7,9 @@ export interface SendMetrics {
   /**
    * One send ended: `applied` or `duplicate`, the refusal's error code, or `abandoned` when the
    * caller hung up; `attempts` forwarding attempts were made (retries are the ones after the first).
+   * `downstream` is the configured downstream it was for, when it named one.
    */
-  sent(outcome: string, attempts: number): void;
+  sent(outcome: string, attempts: number, downstream?: string): void;
 }
 
 /** `checks` reads the lease checker's running counts (CoalescingVerifier.counts). */
@@ -17,6 +18,13 @@ export function gatewayMetrics(registry: Registry, checks: () => { requests: num
     name: 'leasehold_gateway_sends_total',
     help: 'Sends by outcome: applied, duplicate, or the error code they were refused with (stale_lease, fenced, upstream_unavailable...), or abandoned by the caller.',
     labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  // A series of its own rather than a label on the one above, whose series keep their names.
+  const byDownstream = new Counter({
+    name: 'leasehold_gateway_downstream_sends_total',
+    help: 'Sends by the downstream they were for and their outcome (as in leasehold_gateway_sends_total); a send naming no configured downstream is not counted here.',
+    labelNames: ['downstream', 'outcome'] as const,
     registers: [registry],
   });
   const retries = new Counter({
@@ -37,8 +45,9 @@ export function gatewayMetrics(registry: Registry, checks: () => { requests: num
     () => checks().requests,
   );
   return {
-    sent(outcome, attempts) {
+    sent(outcome, attempts, downstream) {
       sends.inc({ outcome });
+      if (downstream !== undefined) byDownstream.inc({ downstream, outcome });
       if (attempts > 1) retries.inc(attempts - 1);
     },
   };

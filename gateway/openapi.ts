@@ -7,18 +7,25 @@ import { packageVersion } from '../platform/package-version.js';
 import { GATEWAY_ERROR_STATUS } from './errors.js';
 import { sendBody } from './schemas.js';
 
-const Effect = z.object({ jobId: z.string(), qty: z.int(), token: z.int(), appliedAt: z.int() });
+const Effect = z.object({
+  jobId: z.string(),
+  key: z.string().nullable().optional().describe("the effect's key; null or absent for the job's default effect"),
+  qty: z.int().nullable().optional(),
+  body: z.json().optional().describe('the body recorded with the effect, when one was given'),
+  token: z.int(),
+  appliedAt: z.int(),
+});
 
 export const GATEWAY_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'post',
     path: '/send',
     summary:
-      "Forward a job's effect under the caller's lease: verified with the queue, stamped with the verified token, retried on downstream failures.",
+      "Forward one of a job's effects to a downstream (`to`, default `receiver`) under the caller's lease: verified with the queue, stamped with the verified token, retried on downstream failures.",
     body: sendBody,
     responses: {
       200: {
-        description: 'the receiver applied the effect, or recognised a duplicate (nothing added)',
+        description: 'the downstream applied the effect, or recognised a duplicate (nothing added)',
         schema: z.object({ outcome: z.enum(['applied', 'duplicate']), effect: Effect }),
         headers: {
           'Leasehold-Attempts': 'how many attempts the forwarding took',
@@ -27,6 +34,7 @@ export const GATEWAY_OPERATIONS: readonly OperationDoc[] = [
       },
     },
     errors: [
+      'unknown_downstream',
       'stale_lease',
       'unknown_job',
       'fenced',
@@ -34,6 +42,7 @@ export const GATEWAY_OPERATIONS: readonly OperationDoc[] = [
       'qty_mismatch',
       'upstream_unavailable',
       'upstream_rejected',
+      'bad_downstream',
       'queue_unavailable',
     ],
   },

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { systemClock, type Clock } from '../platform/clock.js';
 import { checkApiKey } from '../platform/exchange.js';
 import { httpUrl } from '../platform/url.js';
+import { resolveDownstreams, type Downstream, type DownstreamOptions } from './downstreams.js';
 import type { RetryPolicy } from './rules.js';
 
 export const GATEWAY_DEFAULTS = {
@@ -19,9 +20,16 @@ export const GATEWAY_DEFAULTS = {
 export interface GatewayOptions {
   /** The queue's base URL; the gateway calls its `POST /jobs/:id/verify`. */
   queueUrl: string;
-  /** The receiver's base URL; the gateway calls its `POST /effects`. */
-  receiverUrl: string;
-  /** Shared with the receiver: each forwarded request is signed. Undefined sends unsigned. */
+  /**
+   * The receiver's base URL; the gateway calls its `POST /effects`. It is the downstream named
+   * `receiver`, where a send without `to` goes.
+   */
+  receiverUrl?: string | undefined;
+  /** The receiver's own secret, when it is not `secret`. */
+  receiverSecret?: string | undefined;
+  /** More downstreams by name, each with its effect endpoint (path included) and its own secret. */
+  downstreams?: Readonly<Record<string, DownstreamOptions>>;
+  /** Shared with the downstreams that have no secret of their own: each forwarded request is signed. Undefined sends unsigned. */
   secret?: string | undefined;
   /**
    * Required of the gateway's own callers (`Authorization: Bearer <apiKey>` on every route but
@@ -51,7 +59,8 @@ export interface GatewayOptions {
 
 export interface ResolvedGatewayOptions {
   queueUrl: URL;
-  receiverUrl: URL;
+  /** By name; a send's `to` picks one, `receiver` when it names none. */
+  downstreams: ReadonlyMap<string, Downstream>;
   secret: string | undefined;
   apiKey: string | undefined;
   queueTimeoutMs: number;
@@ -80,9 +89,23 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
   if (options.secret === '') {
     throw new RangeError('secret must not be empty; leave it out to forward unsigned requests.');
   }
+  if (options.receiverSecret === '') {
+    throw new RangeError("receiverSecret must not be empty; leave it out to use the gateway's secret.");
+  }
+  const downstreams = resolveDownstreams(
+    options.receiverUrl,
+    options.downstreams ?? {},
+    options.secret,
+    options.receiverSecret,
+  );
+  if (downstreams.size === 0) {
+    throw new RangeError(
+      'receiverUrl is required, or at least one of downstreams: the gateway needs somewhere to forward to.',
+    );
+  }
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
-    receiverUrl: httpUrl('receiverUrl', options.receiverUrl),
+    downstreams,
     secret: options.secret,
     apiKey: options.apiKey === undefined ? undefined : checkApiKey(options.apiKey),
     queueTimeoutMs: positiveInt('queueTimeoutMs', options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs),

@@ -4,6 +4,7 @@
 import type { Lease } from '../queue/types.js';
 import { GatewayError } from './errors.js';
 import type { Exchange } from '../platform/exchange.js';
+import { DEFAULT_DOWNSTREAM } from './types.js';
 
 export interface RetryPolicy {
   /** Attempts in all, the first included (1 = never retry). */
@@ -17,16 +18,24 @@ export interface RetryPolicy {
 }
 
 /**
- * The refusal of a send whose qty is not the job's, or undefined when they agree. The job's qty
- * is the effect the queue knows for it, so another qty is a worker's bug or a stale copy of the
- * job. Left to the receiver, the first such send would be applied: it can only compare a qty
- * with an effect it has already recorded.
+ * The refusal of a send of the job's default effect (no `key`) whose qty is not the job's, or
+ * undefined when they agree. The job's qty is the effect the queue knows for it, so another qty
+ * is a worker's bug or a stale copy of the job. Left to the receiver, the first such send would
+ * be applied: it can only compare a qty with an effect it has already recorded. A keyed effect's
+ * qty and body are the worker's to choose, so they are not checked here.
  */
 export function qtyMismatchOf(
-  send: { jobId: string; qty: number },
+  send: { jobId: string; key?: string | undefined; qty?: number | undefined },
   lease: Pick<Lease, 'qty'>,
 ): GatewayError | undefined {
-  if (send.qty === lease.qty) return undefined;
+  if (send.key !== undefined || send.qty === lease.qty) return undefined;
+  if (send.qty === undefined) {
+    return new GatewayError(
+      'qty_mismatch',
+      `The send has no qty, but job "${send.jobId}"'s default effect carries the job's qty (${lease.qty}); nothing was forwarded. Send qty ${lease.qty}, or name another effect with key.`,
+      { jobId: send.jobId, jobQty: lease.qty },
+    );
+  }
   return new GatewayError(
     'qty_mismatch',
     `The send's qty (${send.qty}) is not job "${send.jobId}"'s qty (${lease.qty}); nothing was forwarded. Send the job's qty.`,
@@ -35,23 +44,35 @@ export function qtyMismatchOf(
 }
 
 /**
- * - `done`: the receiver applied the effect or recognised a duplicate.
- * - `judged`: the receiver decided against it (409 fenced, 422 conflict) — passed through as is.
- * - `rejected`: the receiver refused the request itself (401, 400...) — retrying cannot help.
- * - `retry`: timeout, reset, refused, other network failure, or a 5xx — the receiver is idempotent.
+ * - `done`: the downstream applied the effect (201 applied) or recognised a duplicate (200 duplicate).
+ * - `judged`: the downstream decided against it (409 fenced, 422 conflict) — passed through as is.
+ * - `rejected`: the downstream refused the request itself (400, 401, 413, 415) — retrying cannot help.
+ * - `bad`: an answer no fenced downstream gives (another status, a success without its outcome
+ *   and effect, a 409 that is not `fenced`...): never taken for an outcome, never retried.
+ * - `retry`: timeout, reset, refused, other network failure, or a 5xx — the downstream is idempotent.
  * - `aborted`: the caller gave up.
  */
-export type AttemptClass = 'done' | 'judged' | 'rejected' | 'retry' | 'aborted';
+export type AttemptClass = 'done' | 'judged' | 'rejected' | 'bad' | 'retry' | 'aborted';
+
+/** The protocol's refusals of a request itself, each with an error body. */
+const REFUSALS: ReadonlySet<number> = new Set([400, 401, 413, 415]);
 
 export function classifyAttempt(result: Exchange): AttemptClass {
   if (result.kind === 'aborted') return 'aborted';
   if (result.kind !== 'response') return 'retry';
-  const { status } = result;
+  const { status, body } = result;
   if (status >= 500) return 'retry';
-  if (status === 200 || status === 201) return outcomeOf(result.body) === undefined ? 'rejected' : 'done';
-  const code = errorCodeOf(result.body);
+  if (status === 201) return outcomeOf(body) === 'applied' && hasEffect(body) ? 'done' : 'bad';
+  if (status === 200) return outcomeOf(body) === 'duplicate' && hasEffect(body) ? 'done' : 'bad';
+  const code = errorCodeOf(body);
   if ((status === 409 && code === 'fenced') || (status === 422 && code === 'conflict')) return 'judged';
-  return 'rejected';
+  if (REFUSALS.has(status) && code !== undefined) return 'rejected';
+  return 'bad';
+}
+
+function hasEffect(body: unknown): boolean {
+  const effect = (body as { effect?: unknown }).effect;
+  return typeof effect === 'object' && effect !== null && !Array.isArray(effect);
 }
 
 /** `applied` or `duplicate` from a receiver's success body; undefined for anything else. */
@@ -168,28 +189,35 @@ export function upstreamStatus(failures: readonly AttemptFailure[]): 502 | 504 {
   return failures.at(-1)?.kind === 'timeout' ? 504 : 502;
 }
 
+/** How a message names a downstream: "The receiver", or `Downstream "billing"`. */
+export function downstreamWords(downstream: string): string {
+  return downstream === DEFAULT_DOWNSTREAM ? 'The receiver' : `Downstream "${downstream}"`;
+}
+
 /** A sentence saying what happened on every attempt, what it means, and what to do. */
 export function describeUpstreamFailure(
   failures: readonly AttemptFailure[],
   spent: 'attempts' | 'time',
   budgetMs: number,
+  downstream = DEFAULT_DOWNSTREAM,
 ): string {
+  const who = downstreamWords(downstream);
   const n = failures.length;
   const on = `on ${n === 1 ? '1 attempt' : `${n} attempts`}${spent === 'time' ? ` (the ${budgetMs} ms retry budget ran out)` : ''}`;
   const kinds = new Set(failures.map((f) => (f.kind === 'status' ? `status ${f.status ?? ''}` : f.kind)));
   const only = kinds.size === 1 ? failures[0] : undefined;
   const maybe = 'the effect may or may not have been applied — resend, it is idempotent.';
   if (only?.kind === 'refused') {
-    return `The receiver refused the connection ${on}, so the effect was not delivered; check that it is running, and resend once it is back — it is idempotent.`;
+    return `${who} refused the connection ${on}, so the effect was not delivered; check that it is running, and resend once it is back — it is idempotent.`;
   }
   if (only?.kind === 'timeout' && failures.every((f) => f.timeoutMs === only.timeoutMs)) {
-    return `The receiver did not answer within ${only.timeoutMs ?? 0} ms ${on}; ${maybe}`;
+    return `${who} did not answer within ${only.timeoutMs ?? 0} ms ${on}; ${maybe}`;
   }
-  if (only?.kind === 'reset') return `The receiver reset the connection ${on}; ${maybe}`;
+  if (only?.kind === 'reset') return `${who} reset the connection ${on}; ${maybe}`;
   if (only?.kind === 'status') {
-    return `The receiver answered ${only.status ?? 0}${only.code ? ` (${only.code})` : ''} ${on}; ${maybe}`;
+    return `${who} answered ${only.status ?? 0}${only.code ? ` (${only.code})` : ''} ${on}; ${maybe}`;
   }
-  return `The receiver failed ${on} (${failures.map(shortFailure).join('; ')}); ${maybe}`;
+  return `${who} failed ${on} (${failures.map(shortFailure).join('; ')}); ${maybe}`;
 }
 
 function shortFailure(failure: AttemptFailure): string {

@@ -1,10 +1,11 @@
-// One send: verify the lease with the queue, refuse a qty that is not the job's, forward the
-// effect stamped with the verified token, and retry downstream failures — each retry only after
-// the lease verifies again, so a lease that ends mid-retry stops the forwarding. The decisions
-// themselves live in rules.ts.
+// One send: pick the downstream it names, verify the lease with the queue, refuse a default
+// effect whose qty is not the job's, forward the effect stamped with the verified token, and retry
+// downstream failures — each retry only after the lease verifies again, so a lease that ends
+// mid-retry stops the forwarding. The decisions themselves live in rules.ts.
 import type { Logger } from 'pino';
 import { QueueError } from '../queue/client.js';
 import type { Lease } from '../queue/types.js';
+import { downstreamSecretVariable } from './downstreams.js';
 import { GatewayError } from './errors.js';
 import type { Forwarder } from './forwarder.js';
 import type { Exchange } from '../platform/exchange.js';
@@ -14,6 +15,7 @@ import {
   backoffMs,
   classifyAttempt,
   describeUpstreamFailure,
+  downstreamWords,
   failureOf,
   outcomeOf,
   qtyMismatchOf,
@@ -22,11 +24,13 @@ import {
   type AttemptFailure,
   type RetryState,
 } from './rules.js';
-import type { SendRequest } from './types.js';
+import { DEFAULT_DOWNSTREAM, type SendRequest } from './types.js';
 
 export interface SendResult {
   outcome: 'applied' | 'duplicate';
   effect: unknown;
+  /** The downstream it was forwarded to. */
+  downstream: string;
   /** The verified token the effect was forwarded with. */
   token: number;
   attempts: number;
@@ -37,17 +41,24 @@ export interface LeaseVerifier {
   verify(id: string, input: { owner: string; token: number }, options?: { signal?: AbortSignal }): Promise<Lease>;
 }
 
+/** One downstream as a send sees it: where it forwards, and whether what it forwards is signed. */
+export interface DownstreamForwarder {
+  forwarder: Forwarder;
+  signed: boolean;
+}
+
 export interface SendDependencies {
   queue: LeaseVerifier;
-  forwarder: Forwarder;
-  options: Pick<ResolvedGatewayOptions, 'retry' | 'clock' | 'random' | 'secret'>;
+  /** By downstream name; a send's `to` (default `receiver`) picks one. */
+  downstreams: ReadonlyMap<string, DownstreamForwarder>;
+  options: Pick<ResolvedGatewayOptions, 'retry' | 'clock' | 'random'>;
   logger: Logger;
 }
 
 export type Send = (request: SendRequest, signal: AbortSignal) => Promise<SendResult>;
 
 /** Throws GatewayError for every refusal; throws `signal.reason` when the caller gave up. */
-export function createSend({ queue, forwarder, options, logger }: SendDependencies): Send {
+export function createSend({ queue, downstreams, options, logger }: SendDependencies): Send {
   const { retry, clock, random } = options;
 
   // Every verified lease is checked against the send's qty before it is forwarded under. A job's
@@ -70,31 +81,35 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
   };
 
   return async (request, signal) => {
+    const name = request.to ?? DEFAULT_DOWNSTREAM;
+    const downstream = downstreams.get(name);
+    // Before the lease check: a send that can go nowhere asks the queue nothing.
+    if (downstream === undefined) throw unknownDownstream(name, [...downstreams.keys()]);
+    const { forwarder } = downstream;
+    const effect = { jobId: request.jobId, key: request.key, qty: request.qty, body: request.body };
     const state: RetryState = { attempts: 0, startedAt: clock.now() };
     const failures: AttemptFailure[] = [];
     let lease = await verify(request, failures, signal);
     for (;;) {
       const timeoutMs = attemptTimeoutMs(state, clock.now(), retry);
-      if (timeoutMs <= 0) throw upstreamError(failures, 'time', retry.budgetMs);
+      if (timeoutMs <= 0) throw upstreamError(failures, 'time', retry.budgetMs, name);
       state.attempts += 1;
-      const result = await forwarder.forward(
-        { jobId: request.jobId, qty: request.qty },
-        lease.token,
-        timeoutMs,
-        signal,
-      );
+      const result = await forwarder.forward(effect, lease.token, timeoutMs, signal);
       switch (classifyAttempt(result)) {
         case 'done':
           return {
             outcome: outcomeOf(bodyOf(result))!,
             effect: effectOf(result),
+            downstream: name,
             token: lease.token,
             attempts: state.attempts,
           };
         case 'judged':
-          throw judgedError(result, state.attempts);
+          throw judgedError(result, state.attempts, name);
         case 'rejected':
-          throw rejectedError(result, state.attempts, options.secret !== undefined);
+          throw rejectedError(result, state.attempts, name, downstream.signed);
+        case 'bad':
+          throw badDownstreamError(result, state.attempts, name);
         case 'aborted':
           throw signal.reason ?? new Error('aborted');
         case 'retry':
@@ -105,13 +120,14 @@ export function createSend({ queue, forwarder, options, logger }: SendDependenci
         {
           jobId: request.jobId,
           token: lease.token,
+          downstream: name,
           attempt: state.attempts,
           failure: failures.at(-1),
           retry: decision,
         },
         'forward attempt failed',
       );
-      if (!decision.retry) throw upstreamError(failures, decision.spent, retry.budgetMs);
+      if (!decision.retry) throw upstreamError(failures, decision.spent, retry.budgetMs, name);
       await sleep(decision.delayMs, signal);
       lease = await verify(request, failures, signal);
     }
@@ -179,50 +195,96 @@ function verifyError(err: unknown, failures: readonly AttemptFailure[]): unknown
   }
 }
 
-function upstreamError(failures: AttemptFailure[], spent: 'attempts' | 'time', budgetMs: number): GatewayError {
+function upstreamError(
+  failures: AttemptFailure[],
+  spent: 'attempts' | 'time',
+  budgetMs: number,
+  downstream: string,
+): GatewayError {
   return new GatewayError(
     'upstream_unavailable',
-    describeUpstreamFailure(failures, spent, budgetMs),
-    { attempts: failures.length, failures },
+    describeUpstreamFailure(failures, spent, budgetMs, downstream),
+    { downstream, attempts: failures.length, failures },
     upstreamStatus(failures),
   );
 }
 
-/** 409 fenced / 422 conflict: the receiver's own error, passed through with its details. */
-function judgedError(result: Exchange, attempts: number): GatewayError {
-  const error = (bodyOf(result) as { error: { code: 'fenced' | 'conflict'; message?: unknown } }).error;
-  const { code, message, ...details } = error;
-  return new GatewayError(code, typeof message === 'string' ? message : `The receiver answered ${code}.`, {
-    ...details,
-    attempts,
-  });
+/** A `to` the gateway was not started with: nothing is checked or sent. */
+function unknownDownstream(name: string, known: readonly string[]): GatewayError {
+  return new GatewayError(
+    'unknown_downstream',
+    `The gateway has no downstream named ${JSON.stringify(name)}, so nothing was sent; it forwards to ${known.map((k) => JSON.stringify(k)).join(', ')} (start it with --downstream ${name}=URL to add one).`,
+    { to: name, downstreams: [...known] },
+  );
 }
 
-/** The receiver refused the request itself: a configuration problem between gateway and receiver. */
-function rejectedError(result: Exchange, attempts: number, signed: boolean): GatewayError {
-  const status = result.kind === 'response' ? result.status : 0;
-  const body = bodyOf(result) as { error?: { code?: unknown; message?: unknown } } | undefined;
-  const code = typeof body?.error?.code === 'string' ? body.error.code : undefined;
-  const details = { attempts, upstream: { status, ...(code ? { code } : {}) } };
-  if (status < 300) {
-    return new GatewayError(
-      'upstream_rejected',
-      `The receiver answered ${status} without an outcome, so the gateway cannot tell what happened; check that --receiver points at a leasehold receiver.`,
-      details,
-    );
-  }
-  const said = typeof body?.error?.message === 'string' ? ` It said: ${body.error.message}` : '';
+/** 409 fenced / 422 conflict: the downstream's own error, passed through with its details. */
+function judgedError(result: Exchange, attempts: number, downstream: string): GatewayError {
+  const error = (bodyOf(result) as { error: { code: 'fenced' | 'conflict'; message?: unknown } }).error;
+  const { code, message, ...details } = error;
+  return new GatewayError(
+    code,
+    typeof message === 'string' ? message : `${downstreamWords(downstream)} answered ${code}.`,
+    {
+      ...details,
+      downstream,
+      attempts,
+    },
+  );
+}
+
+/** The flag an operator fixes a downstream's address with. */
+function addressFlag(downstream: string): string {
+  return downstream === DEFAULT_DOWNSTREAM ? '--receiver' : `--downstream ${downstream}`;
+}
+
+/** The downstream refused the request itself: a configuration problem between gateway and downstream. */
+function rejectedError(result: Exchange, attempts: number, downstream: string, signed: boolean): GatewayError {
+  const { status, code, message } = answerOf(result);
+  const who = downstreamWords(downstream);
+  const said = message !== undefined ? ` It said: ${message}` : '';
+  const secretFlags =
+    downstream === DEFAULT_DOWNSTREAM
+      ? '--secret or LEASEHOLD_SECRET'
+      : `--downstream-secret ${downstream}=SECRET or ${downstreamSecretVariable(downstream)}`;
   const hint =
     status !== 401
-      ? ' Check that --receiver points at a leasehold receiver.'
+      ? ` Check that ${addressFlag(downstream)} points at ${downstream === DEFAULT_DOWNSTREAM ? 'a leasehold receiver' : 'its effect endpoint'}.`
       : signed
-        ? ' The gateway and the receiver must share one secret: set the same --secret or LEASEHOLD_SECRET on both.'
-        : ' The receiver requires signed requests but the gateway has no secret: start it with --secret or LEASEHOLD_SECRET.';
+        ? downstream === DEFAULT_DOWNSTREAM
+          ? ' The gateway and the receiver must share one secret: set the same --secret or LEASEHOLD_SECRET on both.'
+          : ` The gateway and downstream "${downstream}" must share one secret: give the gateway its secret with ${secretFlags}.`
+        : ` ${who} requires signed requests but the gateway has no secret for it: start it with ${secretFlags}.`;
   return new GatewayError(
     'upstream_rejected',
-    `The receiver refused the forwarded request with ${status}${code ? ` ${code}` : ''}, so nothing was applied.${said}${hint}`,
-    details,
+    `${who} refused the forwarded request with ${status}${code ? ` ${code}` : ''}, so nothing was applied.${said}${hint}`,
+    { downstream, attempts, upstream: { status, ...(code ? { code } : {}) } },
   );
+}
+
+/** An answer outside the protocol: never reported as applied, whatever its status says. */
+function badDownstreamError(result: Exchange, attempts: number, downstream: string): GatewayError {
+  const { status, code } = answerOf(result);
+  const shape =
+    status === 200 || status === 201
+      ? `${status} without ${status === 201 ? '{outcome: "applied", effect}' : '{outcome: "duplicate", effect}'}`
+      : `${status}${code ? ` ${code}` : ''}`;
+  return new GatewayError(
+    'bad_downstream',
+    `${downstreamWords(downstream)} answered ${shape}, which is not an answer of the fencing protocol, so the gateway cannot tell what happened and reports nothing as applied. Check that ${addressFlag(downstream)} points at a fenced effect endpoint (leasehold conform checks one).`,
+    { downstream, attempts, upstream: { status, ...(code ? { code } : {}) } },
+  );
+}
+
+function answerOf(result: Exchange): { status: number; code: string | undefined; message: string | undefined } {
+  const status = result.kind === 'response' ? result.status : 0;
+  const body = bodyOf(result) as { error?: { code?: unknown; message?: unknown } } | undefined;
+  const error = typeof body === 'object' && body !== null ? body.error : undefined;
+  return {
+    status,
+    code: typeof error?.code === 'string' ? error.code : undefined,
+    message: typeof error?.message === 'string' ? error.message : undefined,
+  };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -235,6 +235,18 @@ function operationId(op: OperationDoc): string {
   return op.method + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
 }
 
+/** Field alternatives an object's refinement requires, which zod cannot carry into JSON Schema itself. */
+const REQUIRED_ALTERNATIVES = new WeakMap<object, ReadonlyArray<readonly string[]>>();
+
+/**
+ * Documents that `schema` (an object refined to need one of several fields) requires one of
+ * `alternatives`: its JSON Schema gets `anyOf: [{required: [...]}, ...]`. Returns `schema`.
+ */
+export function requiresOneOf<T extends z.ZodType>(schema: T, alternatives: ReadonlyArray<readonly string[]>): T {
+  REQUIRED_ALTERNATIVES.set(schema, alternatives);
+  return schema;
+}
+
 /** The JSON Schema of `z.json()` with its self-reference written `#`: any JSON value. */
 const JSON_VALUE = canonical(z.toJSONSchema(z.json()), '#');
 
@@ -254,7 +266,15 @@ class SchemaSet {
   }
 
   of(schema: z.ZodType, io: 'input' | 'output'): Json {
-    const converted = z.toJSONSchema(schema, { io, metadata: this.registry, unrepresentable: 'any' }) as Json;
+    const converted = z.toJSONSchema(schema, {
+      io,
+      metadata: this.registry,
+      unrepresentable: 'any',
+      override: (ctx) => {
+        const alternatives = REQUIRED_ALTERNATIVES.get(ctx.zodSchema);
+        if (alternatives) ctx.jsonSchema.anyOf = alternatives.map((required) => ({ required: [...required] }));
+      },
+    }) as Json;
     const { $schema: _dialect, $defs, ...root } = converted;
     const defs = ($defs ?? {}) as Record<string, Json>;
     const isJsonValue = (name: string) => {

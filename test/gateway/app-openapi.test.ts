@@ -35,6 +35,12 @@ test("POST /send's documented schema accepts and refuses what the route does", a
     { jobId: 'a', owner: 'w1', token: 1 },
     { jobId: 'a', owner: 'w1', token: 1, qty: 3, tokn: 1 },
     { jobId: 'a', owner: 'w1', token: 2 ** 53, qty: 3 },
+    { jobId: 'a', owner: 'w1', token: 1, key: 'email', body: { to: 'x@example.com' } },
+    { jobId: 'a', owner: 'w1', token: 1, to: 'receiver', key: 'charge', qty: 2, body: [1, 'two', null] },
+    { jobId: 'a', owner: 'w1', token: 1, key: '', qty: 1 },
+    { jobId: 'a', owner: 'w1', token: 1, key: 'k'.repeat(129), qty: 1 },
+    { jobId: 'a', owner: 'w1', token: 1, key: 7, qty: 1 },
+    { jobId: 'a', owner: 'w1', token: 1, to: '', qty: 1 },
   ];
   for (const body of bodies) {
     const res = await request(app).post('/send').send(body);

@@ -41,20 +41,43 @@ describe('qtyMismatchOf', () => {
       details: { jobId: 'j-1', qty: 5, jobQty: 3 },
     });
   });
+
+  test("the default effect without a qty is 422 qty_mismatch: it carries the job's qty", () => {
+    const refusal = qtyMismatchOf({ jobId: 'j-1' }, { qty: 3 });
+    expect({ code: refusal?.code, details: refusal?.details }).toEqual({
+      code: 'qty_mismatch',
+      details: { jobId: 'j-1', jobQty: 3 },
+    });
+    expect(refusal?.message).toContain('Send qty 3, or name another effect with key');
+  });
+
+  test("a keyed effect's qty is the worker's to choose: any qty, or none, passes", () => {
+    expect(qtyMismatchOf({ jobId: 'j-1', key: 'email', qty: 9 }, { qty: 3 })).toBeUndefined();
+    expect(qtyMismatchOf({ jobId: 'j-1', key: 'email' }, { qty: 3 })).toBeUndefined();
+  });
 });
 
 describe('classifyAttempt', () => {
   test.each<[string, Exchange, string]>([
     ['201 applied', response(201, { outcome: 'applied', effect }), 'done'],
     ['200 duplicate', response(200, { outcome: 'duplicate', effect }), 'done'],
-    ['200 without an outcome (not a receiver)', response(200, { hello: 1 }), 'rejected'],
-    ['200 with a text body', response(200, 'ok'), 'rejected'],
+    ['200 without an outcome (not a receiver)', response(200, { hello: 1 }), 'bad'],
+    ['200 with a text body', response(200, 'ok'), 'bad'],
+    ['200 with no body', response(200, null), 'bad'],
+    ['201 duplicate (201 is applied)', response(201, { outcome: 'duplicate', effect }), 'bad'],
+    ['200 applied (200 is duplicate)', response(200, { outcome: 'applied', effect }), 'bad'],
+    ['201 applied without the effect', response(201, { outcome: 'applied' }), 'bad'],
+    ['202 accepted', response(202, { outcome: 'applied', effect }), 'bad'],
     ['409 fenced', response(409, { error: { code: 'fenced', highestToken: 3 } }), 'judged'],
     ['422 conflict', response(422, { error: { code: 'conflict' } }), 'judged'],
-    ['409 with another code', response(409, { error: { code: 'job_exists' } }), 'rejected'],
+    ['409 with another code', response(409, { error: { code: 'job_exists' } }), 'bad'],
+    ['422 with another code', response(422, { error: { code: 'unprocessable' } }), 'bad'],
     ['401 invalid_signature', response(401, { error: { code: 'invalid_signature' } }), 'rejected'],
     ['400 invalid_request', response(400, { error: { code: 'invalid_request' } }), 'rejected'],
-    ['404 from something else', response(404, 'Not Found'), 'rejected'],
+    ['400 without an error body', response(400, 'Bad Request'), 'bad'],
+    ['415 unsupported_media_type', response(415, { error: { code: 'unsupported_media_type' } }), 'rejected'],
+    ['404 from something else', response(404, 'Not Found'), 'bad'],
+    ['302 redirect', response(302, undefined), 'bad'],
     ['500', response(500, { error: { code: 'internal' } }), 'retry'],
     ['502 from a proxy, no body', response(502, undefined), 'retry'],
     ['503 busy', response(503, { error: { code: 'busy' } }), 'retry'],
@@ -183,6 +206,9 @@ describe('failures: status and message', () => {
     );
     expect(describeUpstreamFailure([reset(1)], 'attempts', 10_000)).toBe(
       'The receiver reset the connection on 1 attempt; the effect may or may not have been applied — resend, it is idempotent.',
+    );
+    expect(describeUpstreamFailure([reset(1)], 'attempts', 10_000, 'billing')).toBe(
+      'Downstream "billing" reset the connection on 1 attempt; the effect may or may not have been applied — resend, it is idempotent.',
     );
     expect(describeUpstreamFailure([timeout(1), reset(2), busy(3)], 'attempts', 10_000)).toBe(
       'The receiver failed on 3 attempts (no answer within 2000 ms; connection reset; status 503 busy); the effect may or may not have been applied — resend, it is idempotent.',

@@ -39,7 +39,13 @@ export function documentedBody(document: OpenApiDocument, method: string, path: 
     { requestBody?: { content: { 'application/json': { schema: object } } } } | undefined;
   const schema = operation?.requestBody?.content['application/json'].schema;
   if (!schema) throw new Error(`the document has no JSON body for ${method.toUpperCase()} ${path}`);
-  return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  // zod reads no `anyOf` beside `properties`; alternatives of required fields are checked here.
+  const { anyOf, ...rest } = schema as { anyOf?: Array<{ required?: string[] }> };
+  const parsed = z.fromJSONSchema((anyOf ? rest : schema) as Parameters<typeof z.fromJSONSchema>[0]);
+  if (!anyOf) return parsed;
+  return parsed.refine((value) =>
+    anyOf.some((alternative) => (alternative.required ?? []).every((key) => Object.hasOwn(value as object, key))),
+  );
 }
 
 /** The document's schema of one parameter (`in` path, query or header). */
