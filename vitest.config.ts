@@ -39,6 +39,7 @@ const TEST_LAYERS = {
     'test/platform/listen.test.ts',
     'test/audit/audit.test.ts',
     'test/gateway/faults.test.ts',
+    'test/gateway/downstream-faults.test.ts',
     'test/gateway/verifier.test.ts',
     'test/receiver/stub.test.ts',
     'test/receiver/stub-helpers.test.ts',

@@ -59,7 +59,7 @@ export function gatewayCommand(): Command {
       )
         .env('LEASEHOLD_DOWNSTREAMS')
         .argParser(collect)
-        .default([]),
+        .default([], 'none'),
     )
     .addOption(new Option('--secret <secret>', 'shared secret: sign every forwarded request with Leasehold-Signature'))
     .addOption(
@@ -68,7 +68,7 @@ export function gatewayCommand(): Command {
         "a downstream's own secret, instead of --secret (repeatable; or LEASEHOLD_SECRET_<NAME>)",
       )
         .argParser(collect)
-        .default([]),
+        .default([], 'none'),
     )
     .addOption(
       new Option('--receiver-timeout-ms <ms>', 'how long one attempt waits for the receiver')

@@ -7,6 +7,7 @@ import { QueueClient } from '../../queue/client.js';
 import { startQueue } from '../../queue/service.js';
 import { tempDir } from '../helpers/tmp.js';
 import { portInUse, runCli, startProcess } from '../helpers/processes.js';
+import { toyDownstream } from '../helpers/toy-downstream.js';
 import { closeAfterTest } from './setup.js';
 
 async function realQueue(dir: string) {
@@ -142,6 +143,54 @@ describe('leasehold gateway (process)', () => {
     expect(await gateway.exited).toEqual({ code: 0, signal: null });
   });
 
+  test('LEASEHOLD_DOWNSTREAMS and LEASEHOLD_SECRET_<NAME>: each downstream gets its own signature; --downstream beats the variable', async () => {
+    const dir = tempDir('leasehold-gateway-proc-');
+    const queue = await realQueue(dir);
+    const billing = await toyDownstream({ path: '/hooks/effects', secret: 'billing-secret' });
+    const mail = await toyDownstream({ secret: 'shared-secret' });
+    const ignored = await toyDownstream();
+    const env = {
+      LEASEHOLD_DOWNSTREAMS: `billing=${billing.url},mail=${ignored.url}`,
+      LEASEHOLD_SECRET_BILLING: 'billing-secret',
+      LEASEHOLD_SECRET: 'shared-secret',
+    };
+    // Given on the command line, --downstream replaces the variable's whole list.
+    const fromFlags = await startProcess(
+      'gateway',
+      [
+        '--port',
+        '0',
+        '--queue',
+        queue.url,
+        '--downstream',
+        `billing=${billing.url}`,
+        '--downstream',
+        `mail=${mail.url}`,
+      ],
+      env,
+    );
+    const lease = await queue.lease('job-a', 3);
+    const who = { jobId: 'job-a', owner: 'w1', token: lease.token };
+    for (const to of ['billing', 'mail']) {
+      const res = await post(`${fromFlags.url}/send`, { ...who, to, key: 'k', body: { to } });
+      expect({ to, status: res.status, outcome: res.body.outcome }, JSON.stringify(res.body)).toEqual({
+        to,
+        status: 200,
+        outcome: 'applied',
+      });
+    }
+    expect([billing.applied.length, mail.applied.length, ignored.requests.length]).toEqual([1, 1, 0]);
+
+    const fromVariables = await startProcess('gateway', ['--port', '0', '--queue', queue.url], env);
+    const res = await post(`${fromVariables.url}/send`, { ...who, to: 'mail', key: 'k2', qty: 1 });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(ignored.applied).toHaveLength(1);
+    expect(logLines(fromVariables.stderr()).find((l) => l.msg === 'gateway ready')).toMatchObject({
+      downstreams: { billing: billing.url, mail: ignored.url },
+    });
+    expect(fromVariables.stderr()).not.toContain('billing-secret');
+  });
+
   test('--help explains every flag', async () => {
     const { code, stdout } = await runCli(['gateway', '--help']);
     expect(code).toBe(0);
@@ -152,6 +201,10 @@ describe('leasehold gateway (process)', () => {
       '--receiver',
       '--secret',
       'LEASEHOLD_SECRET',
+      '--downstream',
+      'LEASEHOLD_DOWNSTREAMS',
+      '--downstream-secret',
+      'LEASEHOLD_SECRET_<NAME>',
       '--receiver-timeout-ms',
       '--queue-timeout-ms',
       '--retry-attempts',
@@ -173,6 +226,12 @@ describe('leasehold gateway (process)', () => {
     ],
     [['--queue', 'ftp://example'], '--queue must be an http:// URL'],
     [['--secret', ''], 'the secret is empty'],
+    [['--downstream', 'billing'], '--downstream: must be NAME=URL, not "billing"'],
+    [['--downstream', '9x=http://127.0.0.1:1/e'], "a downstream's name must be a letter"],
+    [['--downstream', 'billing=ftp://x/e'], '--downstream billing must be an http:// URL'],
+    [['--downstream', 'a=http://x/e', '--downstream', 'a=http://y/e'], 'names "a" twice'],
+    [['--downstream-secret', 'billing=s'], '--downstream-secret names "billing", which is not a downstream'],
+    [['--downstream', 'receiver=http://x/e', '--receiver', 'http://y'], 'give one of them'],
   ])('bad flags %j: one line that says what is wrong, exit code 2', async (args, phrase) => {
     const { code, stdout, stderr } = await runCli(['gateway', ...args]);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
