@@ -55,9 +55,8 @@ export function gatewayCommand(): Command {
     .addOption(
       new Option(
         '--downstream <name=url>',
-        'another downstream a send\'s "to" may name: its effect endpoint, path included (repeatable)',
+        'another downstream a send\'s "to" may name: its effect endpoint, path included (repeatable; or LEASEHOLD_DOWNSTREAMS=name=url,name=url)',
       )
-        .env('LEASEHOLD_DOWNSTREAMS')
         .argParser(collect)
         .default([], 'none'),
     )
@@ -142,6 +141,8 @@ export function gatewayCommand(): Command {
     });
 }
 
+const DOWNSTREAMS_VARIABLE = 'LEASEHOLD_DOWNSTREAMS';
+
 /** The library's names for what the flags set, where they differ. */
 const RENAMED = { queueUrl: '--queue', receiverUrl: '--receiver', downstreams: '--downstream' };
 
@@ -162,8 +163,17 @@ function downstreamsOf(
   receiverSecret: string | undefined;
   downstreams: Record<string, DownstreamOptions>;
 } {
+  const list = (values: string[]) => values.flatMap((v) => v.split(',')).filter((v) => v !== '');
   const entries = (key: 'downstream' | 'downstreamSecret', values: string[]) =>
-    command.getOptionValueSource(key) === 'env' ? values.flatMap((v) => v.split(',')).filter((v) => v !== '') : values;
+    command.getOptionValueSource(key) === 'env' ? list(values) : values;
+  // LEASEHOLD_DOWNSTREAMS is the plural the list reads as; LEASEHOLD_DOWNSTREAM, the flag's own, works too.
+  const plural = process.env[DOWNSTREAMS_VARIABLE];
+  const source = command.getOptionValueSource('downstream');
+  if (plural !== undefined && source === 'env') {
+    command.error(`error: both LEASEHOLD_DOWNSTREAM and ${DOWNSTREAMS_VARIABLE} are set; set one of them`);
+  }
+  const downstreamEntries =
+    plural !== undefined && source !== 'cli' ? list([plural]) : entries('downstream', flags.downstream);
   const named = (flag: string, what: string, values: string[]) => {
     const found = new Map<string, string>();
     for (const text of values) {
@@ -179,7 +189,7 @@ function downstreamsOf(
     }
     return found;
   };
-  const urls = named('--downstream', 'URL', entries('downstream', flags.downstream));
+  const urls = named('--downstream', 'URL', downstreamEntries);
   for (const [name, url] of urls) checkOptions(command, {}, () => httpUrl(`--downstream ${name}`, url));
   const secrets = named('--downstream-secret', 'SECRET', entries('downstreamSecret', flags.downstreamSecret));
   const receiverGiven = command.getOptionValueSource('receiver') !== 'default';
