@@ -270,9 +270,9 @@ h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:0 0 4px}
 h1 span{font-size:14px;padding:2px 8px;border-radius:4px;vertical-align:middle;color:#fff}
 h1 .pass{background:#2e9d57} h1 .fail{background:#d93025}
 header p{margin:0 0 14px;color:#4a5863}
-main{display:flex;gap:24px;align-items:flex-start}
-.chart{overflow-x:auto;flex:none;max-width:${LABEL_WIDTH + CHART_WIDTH + RIGHT}px}
-.verdict{flex:1;min-width:420px;max-width:600px}
+main{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.chart{overflow-x:auto;flex:0 1 auto;min-width:0;max-width:${LABEL_WIDTH + CHART_WIDTH + RIGHT}px}
+.verdict{flex:1 1 420px;min-width:min(420px,100%);max-width:600px}
 .verdict table{border-collapse:collapse;font-size:12px;width:100%}
 .verdict td,.verdict th{text-align:left;padding:3px 6px;border-bottom:1px solid #e4e8eb;vertical-align:top}
 .verdict tr.ok td:last-child{color:#2e9d57;font-weight:600} .verdict tr.failed td{color:#d93025;font-weight:600}

@@ -70,6 +70,25 @@ describe.skipIf(!browserTestsRun())('in a browser', () => {
       expect(await page.locator(`g.lease.same[data-job="${job}"]`).count()).toBeGreaterThanOrEqual(2);
       expect(await page.locator('g.freeze').count()).toBeGreaterThanOrEqual(2);
       expect(await page.locator('g.kill').count()).toBe(1);
+
+      // The verdict is beside the chart where there is room, below it where there is not: never
+      // cut off at the window's edge, nor the page wider than the window.
+      for (const width of [1700, 1400, 1024]) {
+        await page.setViewportSize({ width, height: 900 });
+        const table = await page.locator('.verdict table').boundingBox();
+        const chart = await page.locator('section.chart').boundingBox();
+        const pageWidth = (await page.evaluate('document.documentElement.scrollWidth')) as number;
+        expect({ width, tableRight: table!.x + table!.width <= width, pageWidth: pageWidth <= width }).toEqual({
+          width,
+          tableRight: true,
+          pageWidth: true,
+        });
+        expect({ width, besideTheChart: table!.x >= chart!.x + chart!.width }).toEqual({
+          width,
+          besideTheChart: width === 1700,
+        });
+        await screenshots(dir, 'demo')(page, `demo-timeline-${width}`);
+      }
       expect(errors).toEqual([]);
     },
   );
