@@ -63,6 +63,18 @@ export const AUDIT_RULES: readonly string[] = [
   "the receiver's totals agree with its effects",
 ];
 
+/**
+ * An id as the report prints it: in double quotes, with every control and format character
+ * escaped (newline, ESC, DEL, the C1 controls, bidirectional overrides...), so that an id
+ * cannot end its line, start a forged one, or move the terminal's cursor.
+ */
+function quoted(id: string): string {
+  return JSON.stringify(id).replace(
+    /[\p{Cc}\p{Cf}\u2028\u2029]/gu,
+    (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`,
+  );
+}
+
 export function auditRules({ jobs, effects, totals }: AuditInput): AuditReport {
   const byJob = new Map<string, AuditedEffect[]>();
   for (const effect of effects) byJob.set(effect.jobId, [...(byJob.get(effect.jobId) ?? []), effect]);
@@ -79,7 +91,7 @@ export function auditRules({ jobs, effects, totals }: AuditInput): AuditReport {
         jobId: job.id,
         queue,
         receiver: { effects: 0 },
-        message: `job "${job.id}" is done (qty ${job.qty}, token ${job.token}) but the receiver has no effect for it`,
+        message: `job ${quoted(job.id)} is done (qty ${job.qty}, token ${job.token}) but the receiver has no effect for it`,
       });
     } else if (mine.length > 1) {
       violations.push({
@@ -87,7 +99,7 @@ export function auditRules({ jobs, effects, totals }: AuditInput): AuditReport {
         jobId: job.id,
         queue,
         receiver: { effects: mine.length, qty: mine.map((e) => e.qty), token: mine.map((e) => e.token) },
-        message: `job "${job.id}" is done but the receiver has ${mine.length} effects for it, not 1`,
+        message: `job ${quoted(job.id)} is done but the receiver has ${mine.length} effects for it, not 1`,
       });
     } else if (mine[0]!.qty !== job.qty) {
       violations.push({
@@ -95,7 +107,7 @@ export function auditRules({ jobs, effects, totals }: AuditInput): AuditReport {
         jobId: job.id,
         queue,
         receiver: { qty: mine[0]!.qty, token: mine[0]!.token },
-        message: `job "${job.id}" has qty ${job.qty} in the queue, but its effect has qty ${mine[0]!.qty}`,
+        message: `job ${quoted(job.id)} has qty ${job.qty} in the queue, but its effect has qty ${mine[0]!.qty}`,
       });
     }
   }
@@ -110,7 +122,7 @@ export function auditRules({ jobs, effects, totals }: AuditInput): AuditReport {
         jobId: effect.jobId,
         queue: { job: null },
         receiver,
-        message: `the receiver has an effect for job "${effect.jobId}" (qty ${effect.qty}, token ${effect.token}), which the queue does not know`,
+        message: `the receiver has an effect for job ${quoted(effect.jobId)} (qty ${effect.qty}, token ${effect.token}), which the queue does not know`,
       });
       continue;
     }
@@ -121,7 +133,7 @@ export function auditRules({ jobs, effects, totals }: AuditInput): AuditReport {
         jobId: effect.jobId,
         queue: { status: job.status, token: job.token },
         receiver,
-        message: `the effect for job "${effect.jobId}" carries token ${effect.token}, above the job's current token ${job.token}: no claim ever issued it`,
+        message: `the effect for job ${quoted(effect.jobId)} carries token ${effect.token}, above the job's current token ${job.token}: no claim ever issued it`,
       });
     }
   }

@@ -51,7 +51,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     ]),
   );
   // Sends that overlap share their lease checks: one queue request for all that wait.
-  const verifier = new CoalescingVerifier(queue);
+  const verifier = new CoalescingVerifier(queue, logger);
   const send = createSend({ queue: verifier, downstreams, options: resolved, logger });
   const sends = gatewayMetrics(metrics, () => verifier.counts);
 
@@ -62,13 +62,15 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   app.use(requestMetrics(metrics));
   app.use(requestLog(logger));
   app.use(requireApiKey(resolved.apiKey, GatewayError.fromEdge, 'gateway'));
-  app.use(jsonBody());
+  // Each route reads its body once it is matched, so an unknown route or method is 404 whatever
+  // its body or content type, and costs no parsing.
+  const json = jsonBody();
 
-  app.get('/healthz', (_req, res) => {
+  app.get('/healthz', json, (_req, res) => {
     res.json({ ok: true });
   });
 
-  app.post('/send', async (req, res) => {
+  app.post('/send', json, async (req, res) => {
     const body = parseWith(sendBody, req.body, 'request body', GatewayError.fromEdge);
     const started = performance.now();
     const caller = callerGone(res);
@@ -118,9 +120,10 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     }
   });
 
-  app.get('/metrics', metricsRoute(metrics));
+  app.get('/metrics', json, metricsRoute(metrics));
   app.get(
     '/openapi.json',
+    json,
     openApiRoute(() => gatewayOpenApi({ apiKey: resolved.apiKey !== undefined })),
   );
 

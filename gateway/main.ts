@@ -6,6 +6,7 @@ import {
   checkOptions,
   flagNamesOf,
   failStart,
+  firstByteTimeoutOption,
   headersTimeoutOption,
   leaseholdCommand,
   logLevelOption,
@@ -36,6 +37,7 @@ interface GatewayFlags {
   retryAttempts: number;
   retryBudgetMs: number;
   apiKey?: string;
+  firstByteTimeoutMs?: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   maxConnections: number;
@@ -100,6 +102,7 @@ export function gatewayCommand(): Command {
         'require "Authorization: Bearer <key>" on every route but /healthz, and present the same key to the queue',
       ),
     )
+    .addOption(firstByteTimeoutOption())
     .addOption(headersTimeoutOption())
     .addOption(requestTimeoutOption())
     .addOption(maxConnectionsOption())

@@ -282,7 +282,16 @@ export function apiKeyOption(description: string): Option {
 export const SECRETS_IN_VARIABLES =
   'Prefer LEASEHOLD_API_KEY to --api-key (and LEASEHOLD_SECRET to --secret): command lines are visible to other users of the machine.';
 
-// How much a client may take of a service: `--headers-timeout-ms`, `--request-timeout-ms`, `--max-connections`.
+// How much a client may take of a service: `--first-byte-timeout-ms`, `--headers-timeout-ms`,
+// `--request-timeout-ms`, `--max-connections`.
+
+/** No default of its own: left out, it is 3 s, or `--headers-timeout-ms` when that is shorter. */
+export function firstByteTimeoutOption(): Option {
+  return new Option(
+    '--first-byte-timeout-ms <ms>',
+    `a new connection must send its first byte within this long, or it is closed (default: ${LISTEN_DEFAULTS.firstByteTimeoutMs}, or --headers-timeout-ms when shorter)`,
+  ).argParser(integerAtLeast(1));
+}
 
 export function headersTimeoutOption(): Option {
   return new Option(

@@ -15,6 +15,13 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 /** The deepest JSON a body may hold: `{"a":1}` is 1 deep. Deeper is 400, before any schema recurses into it. */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * The most object keys a body may hold, all its objects together. Building and checking an
+ * object costs far more per key than a string costs per byte (90,000 keys in 1 MiB take the
+ * event loop hundreds of milliseconds), so keys are counted in the bytes, before JSON.parse.
+ */
+export const MAX_JSON_KEYS = 10_000;
+
 /** The service's `fromEdge`: every service's table has the edge codes. */
 export type MakeServiceError = (failure: EdgeFailure) => ServiceError;
 
@@ -24,16 +31,46 @@ export type MakeServiceError = (failure: EdgeFailure) => ServiceError;
  * at most 1 MiB once decompressed, and at most MAX_JSON_DEPTH deep.
  */
 export function jsonBody(): RequestHandler {
-  const parse = express.json({ limit: BODY_LIMIT_BYTES, type: () => true });
+  const parse = express.json({ limit: BODY_LIMIT_BYTES, type: () => true, verify: refuseManyKeys });
   return (req, res, next) => {
     const refused = mediaTypeRefusal(req);
     if (refused) return next(refused);
     parse(req, res, (err?: unknown) => {
       if (err !== undefined) return next(readFailure(err));
       if (jsonDeeperThan(req.body, MAX_JSON_DEPTH)) return next(tooDeep());
+      if (hasProtoKey(req.body)) return next(edgeError('entity.proto.key', '"__proto__"'));
       next();
     });
   };
+}
+
+/** body-parser's `verify`: the raw bytes, before they are parsed. */
+function refuseManyKeys(_req: unknown, _res: unknown, bytes: Buffer): void {
+  const keys = jsonKeyCount(bytes);
+  if (keys > MAX_JSON_KEYS) throw edgeError('entity.too.many.keys', String(keys));
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+
+/**
+ * The object keys in the JSON text `bytes` (UTF-8): in JSON a `:` outside a string follows a
+ * key and nothing else. A scan of the bytes, so counting costs no parse; for text that is not
+ * JSON the count means nothing, and the parse refuses it.
+ */
+export function jsonKeyCount(bytes: Uint8Array): number {
+  let keys = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i];
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (byte === COLON) keys++;
+  }
+  return keys;
 }
 
 /**
@@ -93,6 +130,23 @@ function edgeError(type: string, message: string, options?: ErrorOptions): Error
   return Object.assign(new Error(message, options), { type });
 }
 
+/**
+ * Whether an object in `value` has a key `__proto__`. JSON.parse keeps it as a plain key, but
+ * the schemas' copies drop it (an assignment to `__proto__` sets the prototype), so a payload
+ * would lose it silently; it is refused instead. Walked without recursion.
+ */
+export function hasProtoKey(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (node === null || typeof node !== 'object') continue;
+    if (!Array.isArray(node) && Object.hasOwn(node, '__proto__')) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push(child);
+    }
+  }
+  return false;
+}
+
 /** Whether `value` nests objects and arrays deeper than `max`; walked without recursion, so any depth is safe to check. */
 export function jsonDeeperThan(value: unknown, max: number): boolean {
   const stack: Array<{ node: unknown; depth: number }> = [{ node: value, depth: 1 }];
@@ -108,16 +162,17 @@ export function jsonDeeperThan(value: unknown, max: number): boolean {
 }
 
 /**
- * `Authorization: Bearer <apiKey>` on every route but `/healthz` (`401 unauthorized`, with
- * `WWW-Authenticate: Bearer`, otherwise); a no-op without a key. Mounted before the body is
- * read, so a caller without the key costs no parsing. The key and the presented value are both
+ * `Authorization: Bearer <apiKey>` on every request but `GET` (or `HEAD`) `/healthz`
+ * (`401 unauthorized`, with `WWW-Authenticate: Bearer`, otherwise); a no-op without a key.
+ * Mounted before any body is read, so a caller without the key costs no parsing: a
+ * `POST /healthz` needs the key too. The key and the presented value are both
  * hashed first, so the comparison takes the same time whatever their lengths and contents.
  */
 export function requireApiKey(apiKey: string | undefined, make: MakeServiceError, service: string): RequestHandler {
   if (apiKey === undefined) return (_req, _res, next) => next();
   const expected = digest(checkApiKey(apiKey));
   return (req, res, next) => {
-    if (req.path === '/healthz') return next();
+    if (req.path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) return next();
     const presented = bearerToken(req.headers.authorization);
     if (presented !== undefined && timingSafeEqual(digest(presented), expected)) return next();
     res.set('WWW-Authenticate', 'Bearer');
@@ -187,6 +242,19 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
       return {
         code: 'invalid_request',
         message: 'The request body is not valid JSON; send a JSON object.',
+        details: {},
+      };
+    case 'entity.too.many.keys':
+      return {
+        code: 'invalid_request',
+        message: `The request body holds ${(err as Error).message} object keys, more than ${MAX_JSON_KEYS}; send fewer keys (an array of values costs less than an object of many keys).`,
+        details: { maxKeys: MAX_JSON_KEYS },
+      };
+    case 'entity.proto.key':
+      return {
+        code: 'invalid_request',
+        message:
+          'The request body has an object key "__proto__", which cannot be kept as sent (JavaScript reads it as the prototype); rename the key.',
         details: {},
       };
     case 'entity.too.deep':

@@ -3,11 +3,17 @@
 // grace period, then cut what is left; and in a command-line process, stop that way on
 // SIGTERM/SIGINT.
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 
 /** What a client may take of a service: how slowly it may send a request, and how many connections it may hold. */
 export interface ServerLimits {
+  /**
+   * A new connection must send its first byte within this long (default 3 s, or
+   * `headersTimeoutMs` when that is shorter), or it is closed: a connection that says nothing
+   * holds one of `maxConnections`' places for no request.
+   */
+  firstByteTimeoutMs?: number;
   /** A request's headers must arrive within this long (default 10 s), or the connection is cut. */
   headersTimeoutMs?: number;
   /**
@@ -15,14 +21,18 @@ export interface ServerLimits {
    * receiving only: an answer that takes longer (a long-polling claim) is not cut.
    */
   requestTimeoutMs?: number;
-  /** Connections held at once (default 1024); more are closed as they arrive. */
+  /**
+   * Connections held at once (default 1024); more are closed as they arrive. It bounds the
+   * sockets and memory the service spends on clients; it does not share them out fairly, so one
+   * client that keeps opening connections can still take every place (see docs/threat-model.md).
+   */
   maxConnections?: number;
 }
 
 /** Only the limits of `options` (a service's options hold many other things). */
 export function serverLimitsOf(options: ServerLimits): ServerLimits {
-  const { headersTimeoutMs, requestTimeoutMs, maxConnections } = options;
-  return { headersTimeoutMs, requestTimeoutMs, maxConnections };
+  const { firstByteTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxConnections } = options;
+  return { firstByteTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxConnections };
 }
 
 export interface ListenOptions extends ServerLimits {
@@ -32,6 +42,7 @@ export interface ListenOptions extends ServerLimits {
 
 export const LISTEN_DEFAULTS = {
   graceMs: 2_000,
+  firstByteTimeoutMs: 3_000,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   maxConnections: 1_024,
@@ -42,12 +53,24 @@ const KEEP_ALIVE_MS = 5_000;
 
 /** Defaults filled in and ranges checked; a RangeError names the option at fault. */
 export function resolveListenOptions(options: ListenOptions = {}): Required<ListenOptions> {
+  const headersTimeoutMs = atLeast('headersTimeoutMs', options.headersTimeoutMs ?? LISTEN_DEFAULTS.headersTimeoutMs, 1);
   const resolved = {
     graceMs: atLeast('graceMs', options.graceMs ?? LISTEN_DEFAULTS.graceMs, 0),
-    headersTimeoutMs: atLeast('headersTimeoutMs', options.headersTimeoutMs ?? LISTEN_DEFAULTS.headersTimeoutMs, 1),
+    firstByteTimeoutMs: atLeast(
+      'firstByteTimeoutMs',
+      options.firstByteTimeoutMs ?? Math.min(LISTEN_DEFAULTS.firstByteTimeoutMs, headersTimeoutMs),
+      1,
+    ),
+    headersTimeoutMs,
     requestTimeoutMs: atLeast('requestTimeoutMs', options.requestTimeoutMs ?? LISTEN_DEFAULTS.requestTimeoutMs, 1),
     maxConnections: atLeast('maxConnections', options.maxConnections ?? LISTEN_DEFAULTS.maxConnections, 1),
   };
+  // The first byte is the start of the headers: a longer wait for it would never be reached.
+  if (resolved.firstByteTimeoutMs > resolved.headersTimeoutMs) {
+    throw new RangeError(
+      `firstByteTimeoutMs (${resolved.firstByteTimeoutMs}) must not be longer than headersTimeoutMs (${resolved.headersTimeoutMs}).`,
+    );
+  }
   // Node refuses a header timeout longer than the request's: the headers are part of the request.
   if (resolved.headersTimeoutMs > resolved.requestTimeoutMs) {
     throw new RangeError(
@@ -92,6 +115,7 @@ export async function listen(
   );
   server.keepAliveTimeout = Math.min(KEEP_ALIVE_MS, limits.headersTimeoutMs);
   server.maxConnections = limits.maxConnections;
+  server.on('connection', (socket) => closeIfSilent(socket, limits.firstByteTimeoutMs));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -112,6 +136,19 @@ export async function listen(
       server.closeIdleConnections();
     }));
   return { server, url: `http://${shownHost}:${address.port}`, port: address.port, close };
+}
+
+/**
+ * Closes `socket` unless it has sent a byte within `ms`. Node's own header timeout counts from
+ * the connection too, but it is sized for a slow client's headers (10 s), and a thousand silent
+ * connections would hold every place that long.
+ */
+function closeIfSilent(socket: Socket, ms: number): void {
+  const timer = setTimeout(() => {
+    if (socket.bytesRead === 0) socket.destroy();
+  }, ms);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /**

@@ -44,6 +44,8 @@ export interface QueueAppOptions {
   logger?: Logger;
   /** How often long-polling claims look again for jobs that become claimable by time alone. */
   repollMs?: number;
+  /** The most long-polling claims waiting at once (default 512); one more is `503 too_many_waiters`. */
+  maxClaimWaiters?: number;
   /** When set, every route but /healthz requires `Authorization: Bearer <apiKey>` (401 otherwise). */
   apiKey?: string | undefined;
   /** The registry GET /metrics serves; a fresh one by default. One app per registry. */
@@ -57,6 +59,7 @@ export function createQueueApp({
   store: storeIn,
   logger: loggerIn = pino({ level: 'silent' }),
   repollMs,
+  maxClaimWaiters,
   apiKey,
   metrics = createRegistry('queue'),
 }: QueueAppOptions): QueueApp {
@@ -66,7 +69,7 @@ export function createQueueApp({
   const store = observeQueueStore(storeIn, metrics, () => waiters.waiting);
   // Checked before anything is built: an empty key is a mistake, not "no key".
   const authorised = requireApiKey(apiKey, QueueError.fromEdge, 'queue');
-  const waiters = new ClaimWaiters(store, repollMs === undefined ? {} : { repollMs });
+  const waiters = new ClaimWaiters(store, { repollMs, maxWaiters: maxClaimWaiters });
   const ui = new QueueUi({ store });
   const app = express();
   app.disable('x-powered-by');
@@ -79,20 +82,22 @@ export function createQueueApp({
   app.get('/ui', ui.page);
   // The key is checked before the body is read: the job listing shows every lease's token.
   app.use(authorised);
-  app.use(jsonBody());
+  // Each route reads its body once it is matched, so an unknown route or method is 404 whatever
+  // its body or content type, and costs no parsing.
+  const json = jsonBody();
 
-  app.get('/healthz', (_req, res) => {
+  app.get('/healthz', json, (_req, res) => {
     res.json({ ok: true });
   });
 
-  app.post('/jobs', async (req, res) => {
+  app.post('/jobs', json, async (req, res) => {
     const body = parse(enqueueBody, req.body);
     const { job, created } = await store.enqueue(toNewJob(body, req.body));
     logger.info({ jobId: job.id, qty: job.qty, created }, created ? 'enqueued' : 'enqueue repeated');
     res.status(created ? 201 : 200).json({ job });
   });
 
-  app.post('/claims', async (req, res) => {
+  app.post('/claims', json, async (req, res) => {
     const body = parse(claimBody, req.body);
     // A long poll stops waiting when its caller hangs up, so no lease is made for nobody.
     const caller = callerGone(res);
@@ -111,7 +116,7 @@ export function createQueueApp({
     else res.json({ leases });
   });
 
-  app.post('/jobs/:id/heartbeat', async (req, res) => {
+  app.post('/jobs/:id/heartbeat', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(heartbeatBody, req.body);
     const lease = await store.heartbeat(id, body, body.leaseMs);
@@ -119,7 +124,7 @@ export function createQueueApp({
     res.json({ lease });
   });
 
-  app.post('/jobs/:id/finish', async (req, res) => {
+  app.post('/jobs/:id/finish', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(finishBody, req.body);
     const presented = { owner: body.owner, token: body.token };
@@ -140,7 +145,7 @@ export function createQueueApp({
     res.json({ job, next });
   });
 
-  app.post('/jobs/:id/fail', async (req, res) => {
+  app.post('/jobs/:id/fail', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(failBody, req.body);
     const job = await store.fail(id, body, body.error, body.retryInMs);
@@ -148,14 +153,14 @@ export function createQueueApp({
     res.json({ job });
   });
 
-  app.post('/jobs/:id/verify', async (req, res) => {
+  app.post('/jobs/:id/verify', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(verifyBody, req.body);
     res.json({ lease: await store.verify(id, body) });
   });
 
   // The job lifecycle: the holder hands a job back; an operator cancels a live job or retries a dead one.
-  app.post('/jobs/:id/release', async (req, res) => {
+  app.post('/jobs/:id/release', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(releaseBody, req.body);
     const job = await store.release(id, body);
@@ -163,7 +168,7 @@ export function createQueueApp({
     res.json({ job });
   });
 
-  app.post('/jobs/:id/cancel', async (req, res) => {
+  app.post('/jobs/:id/cancel', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(cancelBody, req.body);
     const job = await store.cancel(id, body.reason);
@@ -171,7 +176,7 @@ export function createQueueApp({
     res.json({ job });
   });
 
-  app.post('/jobs/:id/retry', async (req, res) => {
+  app.post('/jobs/:id/retry', json, async (req, res) => {
     const id = jobId(req);
     const body = parse(retryBody, req.body);
     const job = await store.retry(id, body);
@@ -180,7 +185,7 @@ export function createQueueApp({
   });
 
   // Several lease checks in one request, read at one instant: the gateway's coalesced verify.
-  app.post('/verifications', async (req, res) => {
+  app.post('/verifications', json, async (req, res) => {
     const body = parse(verificationsBody, req.body);
     const answers = await store.verifyMany(body.leases);
     answers.forEach((answer, i) => ui.refused('verify', body.leases[i]!.id, answer));
@@ -189,26 +194,27 @@ export function createQueueApp({
     });
   });
 
-  app.get('/jobs/:id', async (req, res) => {
+  app.get('/jobs/:id', json, async (req, res) => {
     const id = jobId(req);
     const job = await store.get(id);
     if (!job) throw unknownJobError(id);
     res.json({ job });
   });
 
-  app.get('/jobs', async (req, res) => {
+  app.get('/jobs', json, async (req, res) => {
     const query = parse(listQuery, { ...req.query }, 'query string');
     res.json({ jobs: await store.list(query) });
   });
 
-  app.get('/stats', async (_req, res) => {
+  app.get('/stats', json, async (_req, res) => {
     res.json(await store.stats());
   });
 
-  app.use(ui.router());
-  app.get('/metrics', metricsRoute(metrics));
+  app.use(ui.router(json));
+  app.get('/metrics', json, metricsRoute(metrics));
   app.get(
     '/openapi.json',
+    json,
     openApiRoute(() => queueOpenApi({ apiKey: apiKey !== undefined })),
   );
   app.use(unknownRoute(QueueError.fromEdge, 'queue', 'docs/queue.md lists its API'));

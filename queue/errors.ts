@@ -18,6 +18,8 @@ export const QUEUE_ERROR_STATUS = {
   unsupported_media_type: 415,
   internal: 500,
   queue_unavailable: 503,
+  /** A long-polling claim beyond the queue's cap on waiting claims. */
+  too_many_waiters: 503,
 } as const;
 
 export type QueueErrorCode = keyof typeof QUEUE_ERROR_STATUS;

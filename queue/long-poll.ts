@@ -2,6 +2,7 @@
 // have become claimable (the store's signal after an enqueue or a fail, or a re-poll for jobs
 // that become claimable by time alone), then claims. Waiters are served first come, first
 // served, one claim at a time, so a single new job wakes one claim rather than all of them.
+import { QueueError } from './errors.js';
 import type { QueueStore } from './store.js';
 import type { Lease } from './types.js';
 
@@ -11,7 +12,15 @@ export interface LongPollOptions {
    * alone (a runAt reached, a lease expired). Default 250 ms.
    */
   repollMs?: number;
+  /**
+   * The most claims waiting at once (default 512). Each holds a connection and its request
+   * while it waits; one more is `503 too_many_waiters` at once, and a worker waits it out like
+   * an unavailable queue. A claim with `waitMs` 0 never waits, so it is never refused.
+   */
+  maxWaiters?: number;
 }
+
+export const DEFAULT_MAX_CLAIM_WAITERS = 512;
 
 interface Waiter {
   owner: string;
@@ -30,6 +39,7 @@ export class ClaimWaiters {
   private readonly waiters: Waiter[] = [];
   private readonly unsubscribe: () => void;
   private readonly repollMs: number;
+  private readonly maxWaiters: number;
   private repoll: NodeJS.Timeout | undefined;
   private pumping: Promise<void> | undefined;
   private again = false;
@@ -40,6 +50,7 @@ export class ClaimWaiters {
     options: LongPollOptions = {},
   ) {
     this.repollMs = options.repollMs ?? 250;
+    this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_CLAIM_WAITERS;
     this.unsubscribe = store.onClaimable(() => this.pump());
   }
 
@@ -59,6 +70,7 @@ export class ClaimWaiters {
       const leases = await this.store.claimMany(owner, leaseMs, max);
       if (leases.length > 0 || waitMs === 0 || this.closed) return leases;
     }
+    if (this.waiters.length >= this.maxWaiters) throw tooManyWaiters(this.maxWaiters);
     return new Promise<Lease[]>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
@@ -159,4 +171,12 @@ export class ClaimWaiters {
       waiter.settle(leases);
     }
   }
+}
+
+function tooManyWaiters(maxWaiters: number): QueueError {
+  return new QueueError(
+    'too_many_waiters',
+    `${maxWaiters} claims are already waiting for jobs, as many as the queue holds at once; claim again shortly, or with a shorter waitMs.`,
+    { maxWaiters },
+  );
 }

@@ -7,6 +7,7 @@ import {
   flagNamesOf,
   dbOption,
   failStart,
+  firstByteTimeoutOption,
   headersTimeoutOption,
   integerAtLeast,
   journalOption,
@@ -35,6 +36,7 @@ interface QueueFlags {
   journal: SqliteJournal;
   commitWindowMs: number;
   apiKey?: string;
+  firstByteTimeoutMs?: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   maxConnections: number;
@@ -74,6 +76,7 @@ export function queueCommand(): Command {
     .addOption(
       apiKeyOption('require "Authorization: Bearer <key>" on every route but /healthz (the job listing shows tokens)'),
     )
+    .addOption(firstByteTimeoutOption())
     .addOption(headersTimeoutOption())
     .addOption(requestTimeoutOption())
     .addOption(maxConnectionsOption())

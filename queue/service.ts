@@ -30,13 +30,15 @@ export interface QueueServiceOptions extends ServerLimits {
   journal?: SqliteJournal;
   /** SQLite only: the group commit's window in ms (default 2; 0 turns it off). */
   commitWindowMs?: number;
-  /** When set, every route but /healthz requires `Authorization: Bearer <apiKey>`. */
+  /** When set, every request but `GET /healthz` requires `Authorization: Bearer <apiKey>`. */
   apiKey?: string | undefined;
   /**
    * Allows `expireLease` and `reset`, for tests in this process (the test kit). Never on unless
    * asked for; there is no HTTP route for either.
    */
   testMode?: boolean;
+  /** The most long-polling claims waiting at once (default 512); one more is `503 too_many_waiters`. */
+  maxClaimWaiters?: number;
 }
 
 export interface QueueService {
@@ -83,7 +85,7 @@ export async function startQueue(options: QueueServiceOptions): Promise<QueueSer
   const store = await openQueueStore(options);
   let app;
   try {
-    app = createQueueApp({ store, logger, apiKey: options.apiKey });
+    app = createQueueApp({ store, logger, apiKey: options.apiKey, maxClaimWaiters: options.maxClaimWaiters });
   } catch (err) {
     await store.close();
     throw err;

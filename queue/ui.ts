@@ -144,10 +144,10 @@ export class QueueUi {
     res.set(UI_PAGE_HEADERS).type('html').send(UI_PAGE);
   };
 
-  /** GET /ui/state. */
-  router(): Router {
+  /** GET /ui/state, behind `before` (the app's body reader). */
+  router(...before: RequestHandler[]): Router {
     const router = express.Router();
-    router.get('/ui/state', async (_req, res) => {
+    router.get('/ui/state', ...before, async (_req, res) => {
       res.set('Cache-Control', 'no-store').json(await this.state());
     });
     return router;

@@ -6,6 +6,7 @@ import {
   flagNamesOf,
   dbOption,
   failStart,
+  firstByteTimeoutOption,
   headersTimeoutOption,
   journalOption,
   leaseholdCommand,
@@ -31,6 +32,7 @@ interface ReceiverFlags {
   testMode: boolean;
   journal: SqliteJournal;
   retainJournal?: number;
+  firstByteTimeoutMs?: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   maxConnections: number;
@@ -67,6 +69,7 @@ export function receiverCommand(): Command {
           'effects and highest tokens are always kept (default: keep the whole journal)',
       ).argParser(parseDuration),
     )
+    .addOption(firstByteTimeoutOption())
     .addOption(headersTimeoutOption())
     .addOption(requestTimeoutOption())
     .addOption(maxConnectionsOption())

@@ -100,3 +100,20 @@ describe('audit rules', () => {
     expect(lines.at(-1)).toBe('FAIL: 1 violation');
   });
 });
+
+describe('audit output', () => {
+  test('a job id with a newline, ESC or another control character cannot forge a line: it is printed escaped', () => {
+    const forged = 'x"\n\u001b[2K\rok: every done job took effect exactly once, with its qty\u0085\u009b\u202e\u2028';
+    const report = run([job(forged)], []);
+    const lines = formatAudit(report).join('\n').split('\n');
+    expect(lines).toHaveLength(formatAudit(report).length);
+    expect(lines.at(-1)).toBe('FAIL: 1 violation');
+    expect(lines.filter((line) => line.startsWith('ok:'))).toEqual([]);
+    for (const line of lines) expect(line, JSON.stringify(line)).not.toMatch(/[\p{Cc}\p{Cf}\u2028\u2029]/u);
+    expect(report.violations[0]!.message).toBe(
+      'job "x\\"\\n\\u001b[2K\\rok: every done job took effect exactly once, with its qty\\u0085\\u009b\\u202e\\u2028" is done (qty 3, token 2) but the receiver has no effect for it',
+    );
+    // The id itself is kept as it is, where it is data.
+    expect(report.violations[0]!.jobId).toBe(forged);
+  });
+});

@@ -94,6 +94,23 @@ describe('gateway hardening: requests and peers', () => {
     expectError(res, 415, 'unsupported_media_type');
     expect(await receiver.journal()).toEqual([]);
   });
+
+  test.each([
+    ['DELETE /send without a body', 'delete', '/send', undefined, undefined],
+    ['PUT /send with text/plain', 'put', '/send', 'text/plain', 'x'],
+    ['POST /healthz with broken JSON', 'post', '/healthz', 'application/json', '{bad'],
+    ['POST /nowhere with a form', 'post', '/nowhere', 'application/x-www-form-urlencoded', 'a=1'],
+  ] as const)(
+    '%s is 404 not_found whatever its body: routing comes before the body',
+    async (_n, method, path, type, body) => {
+      const { app } = await setup();
+      let req = request(app)[method](path);
+      if (type !== undefined) req = req.set('content-type', type);
+      const res = body === undefined ? await req : await req.send(body);
+      expectError(res, 404, 'not_found');
+      expect(res.body.error.message).toContain(`There is no ${method.toUpperCase()} ${path} on the gateway`);
+    },
+  );
 });
 
 describe('gateway: the API key', () => {
@@ -117,6 +134,12 @@ describe('gateway: the API key', () => {
     const { app, receiver, lease } = await services(KEY);
     const send = { jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 };
     expect((await request(app).get('/healthz')).status).toBe(200);
+    // Only GET (and HEAD) /healthz is open: an unkeyed POST there is refused before its body is read.
+    expectError(
+      await request(app).post('/healthz').set('content-type', 'application/json').send('{bad'),
+      401,
+      'unauthorized',
+    );
     expectError(await request(app).post('/send').send(send), 401, 'unauthorized');
     expectError(await request(app).post('/send').set('authorization', 'Bearer nope').send(send), 401, 'unauthorized');
     expect(await receiver.journal()).toEqual([]);

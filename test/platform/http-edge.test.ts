@@ -13,8 +13,10 @@ import { ANSWER_TOO_LARGE, errorInBody, exchange, keepAliveAgent, urlUnder } fro
 import {
   edgeFailureOf,
   errorRenderer,
+  hasProtoKey,
   jsonBody,
   jsonDeeperThan,
+  jsonKeyCount,
   MAX_JSON_DEPTH,
   parseWith,
   requestLog,
@@ -297,6 +299,16 @@ describe('the HTTP edge against hostile and careless input', () => {
       });
       expect(res.body.error.message).toMatch(/more than 64 levels deep/);
     }
+  });
+
+  test('jsonKeyCount counts the colons outside strings, escapes included; hasProtoKey finds __proto__ at any depth', () => {
+    const count = (text: string) => jsonKeyCount(Buffer.from(text));
+    expect(count('{}')).toBe(0);
+    expect(count('{"a":1,"b":{"c":[{"d":2}]}}')).toBe(4);
+    expect(count('["a:b", "c\\":d", "\\\\", {"e:":":"}]')).toBe(1);
+    expect(count('{"κλειδί":"τιμή:"}')).toBe(1);
+    expect(hasProtoKey(JSON.parse('{"a":[1,{"__proto__":2}]}'))).toBe(true);
+    expect(hasProtoKey(JSON.parse('{"a":["__proto__"],"__proto_":1}'))).toBe(false);
   });
 
   test('jsonDeeperThan walks any depth without recursing', () => {

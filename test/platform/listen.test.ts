@@ -1,6 +1,7 @@
-// Slow and numerous clients against listen(): headers and whole requests that arrive too slowly
-// are cut, connections past the cap are closed, and an answer that takes long (a long poll) is
+// Slow and numerous clients against listen(): connections that send nothing, headers and whole
+// requests that arrive too slowly are cut, connections past the cap are closed, and an answer that takes long (a long poll) is
 // never cut, since the request timeout covers receiving the request only.
+import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -87,6 +88,62 @@ describe('listen: slow clients', () => {
   });
 });
 
+/** A GET on its own connection: its status, or the socket error that ended it. */
+function getOnce(port: number): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/', agent: false, timeout: 2_000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 2 s')));
+    req.on('error', (err) => resolve(err.message));
+    req.end();
+  });
+}
+
+describe('listen: silent connections', () => {
+  test('a connection that sends no byte is closed after firstByteTimeoutMs; one that has begun is held to headersTimeoutMs', async () => {
+    const { port } = await serve({ firstByteTimeoutMs: 300, headersTimeoutMs: 3_000, requestTimeoutMs: 5_000 });
+    const silent = rawClient(port);
+    const begun = rawClient(port);
+    begun.socket.write('POST / HTTP/1.1\r\n');
+    const afterMs = await silent.closed;
+    expect(afterMs).toBeGreaterThanOrEqual(250);
+    expect(afterMs).toBeLessThan(2_000);
+    expect(silent.received()).toBe('');
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    begun.socket.write('Host: x\r\nContent-Length: 0\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(begun.received()).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  test('1,100 connections that say nothing keep a request out for about firstByteTimeoutMs, not headersTimeoutMs', async () => {
+    // The default cap (1024) and header timeout (10 s); silent connections dropped after 1 s.
+    const { port } = await serve({ firstByteTimeoutMs: 1_000 });
+    const silent = Array.from({ length: 1_100 }, () => rawClient(port));
+    await Promise.all(
+      silent.map(
+        ({ socket }) => new Promise((resolve) => (socket.once('connect', resolve), socket.once('close', resolve))),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = Date.now();
+    const tries: Array<number | string> = [];
+    for (;;) {
+      const answer = await getOnce(port);
+      tries.push(answer);
+      if (answer === 200 || Date.now() - started > 15_000) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const servedAfterMs = Date.now() - started;
+    expect(tries.at(-1), `answers: ${tries.join(', ')}`).toBe(200);
+    // Without the first-byte timeout the silent connections hold every place for 10 s.
+    expect(servedAfterMs).toBeLessThan(5_000);
+    const closedAfterMs = await Promise.all(silent.map(({ closed }) => closed));
+    expect(Math.max(...closedAfterMs)).toBeLessThan(6_000);
+  });
+});
+
 describe('listen: many clients', () => {
   test('connections past maxConnections are closed as they arrive; those held are served', async () => {
     const { port } = await serve({ maxConnections: 2 });
@@ -116,7 +173,15 @@ describe('listen: options', () => {
     }).toEqual({ headersTimeout: 10_000, requestTimeout: 30_000, maxConnections: 1_024 });
   });
 
+  test('firstByteTimeoutMs defaults to 3 s, or to headersTimeoutMs when that is shorter', () => {
+    expect(resolveListenOptions().firstByteTimeoutMs).toBe(3_000);
+    expect(resolveListenOptions({ headersTimeoutMs: 500, requestTimeoutMs: 1_000 }).firstByteTimeoutMs).toBe(500);
+    expect(resolveListenOptions({ firstByteTimeoutMs: 200 }).firstByteTimeoutMs).toBe(200);
+  });
+
   test.each([
+    [{ firstByteTimeoutMs: 0 }, /firstByteTimeoutMs must be an integer of at least 1/],
+    [{ firstByteTimeoutMs: 5_000, headersTimeoutMs: 4_000 }, /must not be longer than headersTimeoutMs/],
     [{ headersTimeoutMs: 0 }, /headersTimeoutMs must be an integer of at least 1/],
     [{ requestTimeoutMs: 1.5 }, /requestTimeoutMs must be an integer/],
     [{ maxConnections: -1 }, /maxConnections must be an integer of at least 1/],

@@ -3,7 +3,7 @@
 // closes; on PostgreSQL, an enqueue through another process's store wakes it too.
 import { afterEach, describe, expect, test } from 'vitest';
 import { join } from 'node:path';
-import { openPostgresQueueStore, openSqliteQueueStore, type QueueStore } from '../../queue/index.js';
+import { openPostgresQueueStore, openSqliteQueueStore, QueueError, type QueueStore } from '../../queue/index.js';
 import { ClaimWaiters } from '../../queue/long-poll.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';
@@ -30,6 +30,33 @@ function waitersOn(store: QueueStore, repollMs = 60_000): ClaimWaiters {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('long-poll claims', () => {
+  test('claims waiting beyond maxWaiters are 503 too_many_waiters at once; a claim that does not wait is never refused', async () => {
+    const store = await sqliteStore();
+    const waiters = new ClaimWaiters(store, { repollMs: 60_000, maxWaiters: 2 });
+    closers.push(() => waiters.close());
+    const first = waiters.claim('w1', 5_000, 1, 20_000);
+    const second = waiters.claim('w2', 5_000, 1, 20_000);
+    await sleep(50);
+    expect(waiters.waiting).toBe(2);
+    const refused = await waiters.claim('w3', 5_000, 1, 20_000).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(QueueError);
+    expect(refused).toMatchObject({ code: 'too_many_waiters', status: 503, details: { maxWaiters: 2 } });
+    expect((refused as Error).message).toMatch(/2 claims are already waiting/);
+    expect(waiters.waiting).toBe(2);
+    // A claim that does not wait is not held to the cap.
+    expect(await waiters.claim('w4', 5_000, 1, 0)).toEqual([]);
+    await store.enqueue(newJobInput({ id: 'one' }));
+    expect((await first).map((l) => [l.id, l.owner])).toEqual([['one', 'w1']]);
+    // A place is free again.
+    const third = waiters.claim('w3', 5_000, 1, 20_000);
+    await sleep(50);
+    expect(waiters.waiting).toBe(2);
+    await store.enqueue(newJobInput({ id: 'two' }));
+    await store.enqueue(newJobInput({ id: 'three' }));
+    expect((await second).map((l) => l.owner)).toEqual(['w2']);
+    expect((await third).map((l) => l.owner)).toEqual(['w3']);
+  });
+
   test('a job enqueued while a claimer waits is leased to it, without a re-poll', async () => {
     const store = await sqliteStore();
     const waiters = waitersOn(store);

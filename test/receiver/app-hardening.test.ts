@@ -193,7 +193,44 @@ describe('receiver: test mode only when asked', () => {
 
     const asked = await startReceiver({ db, testMode: true });
     closeAfterTest(() => asked.close());
-    expect((await request(asked.url).post('/admin/reset')).status).toBe(200);
+    expect((await request(asked.url).post('/admin/reset').send({})).status).toBe(200);
+  });
+
+  test('a cross-site form or text/plain post cannot reset a test-mode receiver or clear its faults: 415', async () => {
+    const stub = await startReceiver({ testMode: true });
+    closeAfterTest(() => stub.close());
+    const client = new ReceiverClient(stub.url);
+    closeAfterTest(async () => client.close());
+    await client.record({ jobId: 'kept', qty: 2 }, { token: 3 });
+    expect((await request(stub.url).post('/admin/faults').send({ kind: 'drop' })).status).toBe(200);
+    const simple: Array<[string, string | undefined, string | undefined]> = [
+      ['no body, no type', undefined, undefined],
+      ['text/plain', 'text/plain', '{}'],
+      ['a form', 'application/x-www-form-urlencoded', 'a=1'],
+      ['multipart', 'multipart/form-data; boundary=x', '--x--'],
+    ];
+    for (const [name, type, body] of simple) {
+      for (const [method, path] of [
+        ['post', '/admin/reset'],
+        ['delete', '/admin/faults'],
+        ['post', '/admin/faults'],
+      ] as const) {
+        let req = request(stub.url)[method](path);
+        if (type !== undefined) req = req.set('content-type', type);
+        const res = body === undefined ? await req : await req.send(body);
+        expect({ status: res.status, code: res.body?.error?.code }, `${method} ${path} with ${name}`).toEqual({
+          status: 415,
+          code: 'unsupported_media_type',
+        });
+      }
+    }
+    // Nothing was reset or cleared.
+    expect(await stub.effect('kept')).toMatchObject({ qty: 2, token: 3 });
+    expect((await request(stub.url).get('/admin/faults')).body.faults).toHaveLength(1);
+    // Declared JSON, they work.
+    expect((await request(stub.url).delete('/admin/faults').send({})).body).toEqual({ faults: [] });
+    expect((await request(stub.url).post('/admin/reset').send({})).status).toBe(200);
+    expect(await stub.effect('kept')).toBeUndefined();
   });
 
   test('a stub in memory defaults to test mode; testMode: false turns it off', async () => {

@@ -120,7 +120,7 @@ describe('leasehold receiver (process)', () => {
       LEASEHOLD_TEST_MODE: 'true',
     });
     expect(fromEnv.url).toBe(`http://127.0.0.1:${port}`);
-    expect((await send(fromEnv.url, { method: 'POST', path: '/admin/reset' })).status).toBe(200);
+    expect((await send(fromEnv.url, { method: 'POST', path: '/admin/reset', body: '{}' })).status).toBe(200);
     expect(existsSync(join(dir, 'env.sqlite'))).toBe(true);
 
     const busy = await portInUse();
