@@ -31,7 +31,7 @@ interface ReceiverFlags {
   secret?: string;
   testMode: boolean;
   journal: SqliteJournal;
-  retainJournal?: number;
+  retainJournal?: number | 'keep';
   firstByteTimeoutMs?: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -66,8 +66,8 @@ export function receiverCommand(): Command {
       new Option(
         '--retain-journal <duration>',
         'delete journal entries older than this (7d, 12h, 30m, 90s, or milliseconds), at start and periodically; ' +
-          'effects and highest tokens are always kept (default: keep the whole journal)',
-      ).argParser(parseDuration),
+          '"keep" keeps the whole journal; effects and highest tokens are always kept (default: 30d, keep for :memory:)',
+      ).argParser((value: string) => (value === 'keep' ? 'keep' : parseDuration(value))),
     )
     .addOption(firstByteTimeoutOption())
     .addOption(headersTimeoutOption())

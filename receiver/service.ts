@@ -38,10 +38,16 @@ export interface StartReceiverOptions extends ServerLimits {
   journal?: SqliteJournal;
   /**
    * Deletes journal entries older than this many milliseconds, at start and then every tenth of
-   * it (between 1 s and 1 h). Effects and highest tokens are always kept. Default: keep all.
+   * it (between 1 s and 1 h). Effects and highest tokens are always kept. `'keep'` keeps the
+   * whole journal. Default: 30 days on a file or PostgreSQL, where every judged request (a
+   * replayed one included) adds an entry that would otherwise stay for good; `'keep'` for a
+   * stub in memory, which loses everything on close anyway.
    */
-  retainJournalMs?: number;
+  retainJournalMs?: number | 'keep';
 }
+
+/** How long a receiver whose database outlives it keeps journal entries, unless told otherwise. */
+export const DEFAULT_RETAIN_JOURNAL_MS = 30 * 24 * 3_600_000;
 
 export interface ReceiverHandle {
   /** `http://<host>:<port>`, without a trailing slash. */
@@ -100,12 +106,13 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
   }
   // Checked here, before any store is opened; listen() fills in the defaults.
   resolveListenOptions(options);
-  const retainJournalMs = options.retainJournalMs;
-  if (retainJournalMs !== undefined && (!Number.isSafeInteger(retainJournalMs) || retainJournalMs < 1)) {
+  const retain = options.retainJournalMs ?? (db === ':memory:' ? 'keep' : DEFAULT_RETAIN_JOURNAL_MS);
+  if (retain !== 'keep' && (!Number.isSafeInteger(retain) || retain < 1)) {
     throw new RangeError(
-      `retainJournalMs must be a positive integer number of milliseconds, not ${String(retainJournalMs)}; leave it out to keep the whole journal.`,
+      `retainJournalMs must be a positive integer number of milliseconds, not ${String(retain)}; give 'keep' to keep the whole journal.`,
     );
   }
+  const retainJournalMs = retain === 'keep' ? undefined : retain;
   return {
     port,
     host: options.host ?? '127.0.0.1',
