@@ -28,8 +28,8 @@ export function describeEvent(e: WorkerLine, t0: number): string {
       return `stalls ${e.ms} ms before ${e.before === 'send' ? 'sending' : 'finishing'} ${e.job} (token ${e.token})`;
     case 'sent':
       return e.outcome === 'applied'
-        ? `sent ${e.job} qty ${e.qty} with token ${e.token}: applied`
-        : `sent ${e.job} qty ${e.qty} with token ${e.token}: duplicate — already applied (token ${e.effectToken}), nothing added`;
+        ? `sent ${e.job}${sentWhat(e)} with token ${e.token}: applied`
+        : `sent ${e.job}${sentWhat(e)} with token ${e.token}: duplicate — already applied (token ${e.effectToken}), nothing added`;
     case 'send_failed':
       return `send of ${e.job} failed (${e.code}): ${e.error}`;
     case 'refused': {
@@ -68,6 +68,11 @@ export function describeEvent(e: WorkerLine, t0: number): string {
 }
 
 /** The verdict as an aligned table: one row per check, expected next to actual. */
+/** ` qty 3`, or ` to billing key charge qty 3` for an effect that names its downstream and key. */
+function sentWhat(e: { to?: string; key?: string; qty?: number }): string {
+  return `${e.to !== undefined ? ` to ${e.to}` : ''}${e.key !== undefined ? ` key ${e.key}` : ''}${e.qty !== undefined ? ` qty ${e.qty}` : ''}`;
+}
+
 export function formatChecks(checks: readonly Check[]): string[] {
   const head = { label: 'check', expected: 'expected', actual: 'actual', mark: 'result' };
   const rows = checks.map((c) => ({

@@ -24,7 +24,15 @@ export type WorkerEventBody =
   | ({ event: 'claimed'; attempt: number; qty: number; leaseUntil: number; via?: 'finish' } & JobRef)
   | ({ event: 'renewed'; leaseUntil: number; stage?: string } & JobRef)
   | ({ event: 'call_failed'; op: 'renew' | 'finish' | 'fail' | 'release'; error: string } & JobRef)
-  | ({ event: 'sent'; qty: number; outcome: 'applied' | 'duplicate'; effectToken: number } & JobRef)
+  /** `to` and `key` when the effect named them; `qty` when it had one. */
+  | ({
+      event: 'sent';
+      to?: string;
+      key?: string;
+      qty?: number;
+      outcome: 'applied' | 'duplicate';
+      effectToken: number;
+    } & JobRef)
   | ({ event: 'send_failed'; code: string; error: string } & JobRef)
   | ({
       event: 'refused';

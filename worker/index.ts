@@ -45,6 +45,7 @@ export type {
 } from './events.js';
 export type {
   ClaimedLease,
+  EffectInput,
   EffectSender,
   Handler,
   JobContext,

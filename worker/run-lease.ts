@@ -11,7 +11,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
 import { errorMessage, generationPath, jobFolderName, refusalOf, resultWithOutput } from './rules.js';
 import { failJob, finishJob, releaseJob, type Finished } from './settle.js';
-import type { ClaimedLease, EffectSender, Handler, JobContext, QueueApi, SendOutcome } from './types.js';
+import type { ClaimedLease, EffectInput, EffectSender, Handler, JobContext, QueueApi, SendOutcome } from './types.js';
 
 export interface RunLeaseDeps {
   options: ResolvedWorkerOptions;
@@ -102,7 +102,7 @@ function contextFor(keeper: LeaseKeeper, deps: RunLeaseDeps, generation: Generat
     get lost() {
       return keeper.lost;
     },
-    send: (qty) => sendEffect(keeper, deps, qty),
+    send: (effect) => sendEffect(keeper, deps, effect),
     renew: () => keeper.renew(),
     stage: (name) => keeper.renew(name),
     outputDir: () => generation.dir(),
@@ -160,18 +160,22 @@ async function cleanupAfter(root: string, jobId: string, deps: RunLeaseDeps): Pr
   }
 }
 
-async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number | undefined): Promise<SendOutcome> {
+async function sendEffect(
+  keeper: LeaseKeeper,
+  deps: RunLeaseDeps,
+  input: number | EffectInput | undefined,
+): Promise<SendOutcome> {
   return keeper.send(async (signal) => {
     const lease = keeper.lease;
     const ref = { job: lease.id, token: lease.token };
-    const amount = qty ?? lease.qty;
+    const effect = effectOf(input, lease.qty);
     await deps.options.hooks.beforeSend?.(lease);
     try {
       const sent = await deps.gateway.send(
-        { jobId: lease.id, owner: lease.owner, token: lease.token, qty: amount },
+        { jobId: lease.id, owner: lease.owner, token: lease.token, ...effect },
         { signal },
       );
-      deps.emit({ event: 'sent', ...ref, qty: amount, outcome: sent.outcome, effectToken: sent.effect.token });
+      deps.emit({ event: 'sent', ...ref, ...effectRef(effect), outcome: sent.outcome, effectToken: sent.effect.token });
       return sent;
     } catch (err) {
       if (signal.aborted && err === signal.reason) {
@@ -202,6 +206,31 @@ async function sendEffect(keeper: LeaseKeeper, deps: RunLeaseDeps, qty: number |
       throw err;
     }
   });
+}
+
+/**
+ * What `ctx.send` was given, as the gateway's fields: a number is the default effect's qty; the
+ * default effect (no key) carries the job's qty unless told otherwise; a keyed one only what it
+ * was given. Fields left out stay out of the request.
+ */
+function effectOf(input: number | EffectInput | undefined, jobQty: number): EffectInput {
+  if (input === undefined || typeof input === 'number') return { qty: input ?? jobQty };
+  const { to, key, qty, body } = input;
+  return {
+    ...(to !== undefined ? { to } : {}),
+    ...(key !== undefined ? { key } : {}),
+    ...(qty !== undefined ? { qty } : key === undefined ? { qty: jobQty } : {}),
+    ...(body !== undefined ? { body } : {}),
+  };
+}
+
+/** The effect's fields on the `sent` event: only those given (no body; it may be large). */
+function effectRef(effect: EffectInput): { to?: string; key?: string; qty?: number } {
+  return {
+    ...(effect.to !== undefined ? { to: effect.to } : {}),
+    ...(effect.key !== undefined ? { key: effect.key } : {}),
+    ...(effect.qty !== undefined ? { qty: effect.qty } : {}),
+  };
 }
 
 function isJson(value: unknown): boolean {

@@ -18,6 +18,18 @@ export interface EffectSender {
 
 export type { SendOutcome };
 
+/** One effect a handler sends: `ctx.send({to?, key?, qty?, body?})`. */
+export interface EffectInput {
+  /** The downstream's name, as the gateway was started with it (default `receiver`). */
+  to?: string | undefined;
+  /** The effect's key within the job, 1–128 characters; left out, the job's default effect. */
+  key?: string | undefined;
+  /** An integer >= 1; the default effect's defaults to the job's qty. */
+  qty?: number | undefined;
+  /** Any JSON value (at most 64 KiB serialized), recorded with the effect. */
+  body?: unknown;
+}
+
 /** A lease together with the worker's local time when it asked for it (the base of its estimate). */
 export interface ClaimedLease {
   lease: Lease;
@@ -42,11 +54,15 @@ export interface JobContext {
   /** Set as soon as the worker knows the lease is lost, even before `signal` aborts. */
   readonly lost: LeaseLostError | undefined;
   /**
-   * Sends the job's effect through the gateway under this lease's owner and token
-   * (`qty` defaults to the job's). Throws LeaseLostError when the lease is lost or the
-   * gateway refuses it as stale; GatewayError for anything else.
+   * Sends one effect through the gateway under this lease's owner and token, checked against
+   * the lease first. A number (or nothing) is the job's default effect with that qty (default:
+   * the job's); an object names any effect: `to` a downstream (default `receiver`), `key` the
+   * effect within the job (left out: the default effect, whose qty defaults to the job's),
+   * `qty` and `body`. A handler may send several effects; each is fenced by this lease. Throws
+   * LeaseLostError when the lease is lost or the gateway refuses it as stale; GatewayError for
+   * anything else.
    */
-  send(qty?: number): Promise<SendOutcome>;
+  send(effect?: number | EffectInput): Promise<SendOutcome>;
   /** Renews the lease now; throws LeaseLostError when that is refused or cannot succeed in time. */
   renew(): Promise<Lease>;
   /** Marks the start of a stage of the work: renews first, so each stage starts on a fresh lease. */
