@@ -55,6 +55,7 @@ const TEST_LAYERS = {
     'test/**/multiprocess.test.ts',
     'test/queue/crash.test.ts',
     'test/testing/node-test.test.ts',
+    'test/platform/service-main.test.ts',
   ],
 } as const;
 

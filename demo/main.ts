@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
 import { checkOptions, leaseholdCommand, logLevelOption, parsePort, parseWholeNumber } from '../platform/flags.js';
+import { onParentGone } from '../platform/service-main.js';
 import { DEMO_DEFAULTS, resolveDemoOptions } from './options.js';
 import { runDemo, type DemoResult } from './scenario.js';
 import { renderTimelineHtml } from './timeline-html.js';
@@ -133,6 +134,9 @@ function writeTimelinePage(result: DemoResult, file: string | undefined): string
   }
 }
 
+/** How often `leasehold start` checks that the process that started it is still there. */
+const PARENT_POLL_MS = 500;
+
 interface StartFlags {
   queuePort: number;
   gatewayPort: number;
@@ -192,8 +196,10 @@ export function startCommand(): Command {
           () => process.exit(1),
         );
       };
-      process.on('SIGINT', () => stop(0));
-      process.on('SIGTERM', () => stop(0));
+      // SIGHUP: the terminal closed. npm forwards SIGTERM to the shell it runs this under, which
+      // exits without passing it on: this process is then re-parented, and stops all the same.
+      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(0));
+      onParentGone(() => stop(0), { reparented: { pollMs: PARENT_POLL_MS } });
       void running.exited.then((why) => {
         process.stderr.write(`leasehold start: ${why}\n`);
         stop(1);

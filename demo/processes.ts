@@ -31,6 +31,9 @@ export class Child {
       env: spec.env ?? process.env,
       stderr: spec.stderr,
       detached: true,
+      // Its own process group keeps a terminal's signals away from it; the channel ties it to
+      // this process instead: a service stops when this process is gone, even after a SIGKILL.
+      ipc: true,
       ...(spec.onLine ? { onLine: spec.onLine } : {}),
     });
     this.exited = this.process.exited;

@@ -1,11 +1,9 @@
-// `leasehold gateway`: parse flags, start the gateway, print its URL, stop cleanly on a signal.
-// The only gateway module that touches `process`.
+// `leasehold gateway`: its flags, and the downstreams they name; starting, printing the URL and
+// stopping are platform/service-main.ts's. The only gateway module that touches `process`.
 import { Option, type Command } from 'commander';
 import {
   apiKeyOption,
   checkOptions,
-  flagNamesOf,
-  failStart,
   firstByteTimeoutOption,
   headersTimeoutOption,
   leaseholdCommand,
@@ -16,13 +14,13 @@ import {
   requestTimeoutOption,
   SECRETS_IN_VARIABLES,
 } from '../platform/flags.js';
-import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
-import { createLogger } from '../platform/logger.js';
+import { serverLimitsOf } from '../platform/listen.js';
+import { serviceAction } from '../platform/service-main.js';
 import { httpUrl } from '../platform/url.js';
 import { downstreamSecretVariable, parseNamedValue, type DownstreamOptions } from './downstreams.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
 import { DEFAULT_DOWNSTREAM } from './types.js';
-import { startGateway, type GatewayService } from './service.js';
+import { startGateway } from './service.js';
 
 interface GatewayFlags {
   port: number;
@@ -121,27 +119,39 @@ export function gatewayCommand(): Command {
         SECRETS_IN_VARIABLES,
       ].join('\n'),
     )
-    .action(async (flags: GatewayFlags, command: Command) => {
-      if (flags.secret === '')
-        command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
-      const { receiverUrl, downstreams, receiverSecret } = downstreamsOf(command, flags);
-      const options = {
-        queueUrl: flags.queue,
-        receiverUrl,
-        receiverSecret,
-        downstreams,
-        secret: flags.secret,
-        receiverTimeoutMs: flags.receiverTimeoutMs,
-        queueTimeoutMs: flags.queueTimeoutMs,
-        retryAttempts: flags.retryAttempts,
-        retryBudgetMs: flags.retryBudgetMs,
-        apiKey: flags.apiKey,
-      };
-      checkOptions(command, flagNamesOf(command, RENAMED), () => resolveGatewayOptions(options));
-      const limits = serverLimitsOf(flags);
-      checkOptions(command, flagNamesOf(command, RENAMED), () => resolveListenOptions(limits));
-      await runGateway({ ...options, ...limits, host: flags.host, port: flags.port }, flags.logLevel);
-    });
+    .action(
+      serviceAction({
+        service: 'gateway',
+        renamed: RENAMED,
+        resolve: (flags: GatewayFlags, command) => {
+          const { receiverUrl, downstreams, receiverSecret } = downstreamsOf(command, flags);
+          const options = {
+            queueUrl: flags.queue,
+            receiverUrl,
+            receiverSecret,
+            downstreams,
+            secret: flags.secret,
+            receiverTimeoutMs: flags.receiverTimeoutMs,
+            queueTimeoutMs: flags.queueTimeoutMs,
+            retryAttempts: flags.retryAttempts,
+            retryBudgetMs: flags.retryBudgetMs,
+            apiKey: flags.apiKey,
+          };
+          resolveGatewayOptions(options);
+          return { ...options, ...serverLimitsOf(flags), host: flags.host, port: flags.port };
+        },
+        start: (options, logger) => startGateway({ ...options, logger }),
+        ready: (options) => ({
+          queue: options.queueUrl,
+          receiver: options.receiverUrl,
+          downstreams: Object.fromEntries(Object.entries(options.downstreams).map(([name, d]) => [name, d.url])),
+          signed: options.secret !== undefined,
+          apiKey: options.apiKey !== undefined,
+        }),
+        // Sends in flight may be mid-retry: wait up to their budget, then a little more, then exit anyway.
+        forceExitMs: (options) => options.retryBudgetMs + 5_000,
+      }),
+    );
 }
 
 const DOWNSTREAMS_VARIABLE = 'LEASEHOLD_DOWNSTREAMS';
@@ -224,29 +234,4 @@ function downstreamsOf(
     receiverSecret: receiverUrl !== undefined ? secretOf(DEFAULT_DOWNSTREAM) : undefined,
     downstreams: Object.fromEntries([...urls].map(([name, url]) => [name, { url, secret: secretOf(name) }])),
   };
-}
-
-async function runGateway(options: Parameters<typeof startGateway>[0], logLevel: string): Promise<void> {
-  const logger = createLogger({ service: 'gateway', level: logLevel });
-  let service: GatewayService;
-  try {
-    service = await startGateway({ ...options, logger });
-  } catch (err) {
-    failStart('gateway', err, { port: options.port, logger });
-  }
-  logger.info(
-    {
-      url: service.url,
-      queue: options.queueUrl,
-      receiver: options.receiverUrl,
-      downstreams: Object.fromEntries(Object.entries(options.downstreams ?? {}).map(([name, d]) => [name, d.url])),
-      signed: options.secret !== undefined,
-      apiKey: options.apiKey !== undefined,
-    },
-    'gateway ready',
-  );
-  process.stdout.write(`leasehold gateway listening on ${service.url}\n`);
-
-  // Sends in flight may be mid-retry: wait up to their budget, then a little more, then exit anyway.
-  onShutdown(service.close, logger, (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) + 5_000);
 }

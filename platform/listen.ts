@@ -1,10 +1,8 @@
 // Listening and stopping, for all three services: bind to a host, report the URL; hold slow and
 // numerous clients to limits; on close stop accepting, let requests in flight finish within a
-// grace period, then cut what is left; and in a command-line process, stop that way on
-// SIGTERM/SIGINT.
+// grace period, then cut what is left.
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Logger } from 'pino';
 
 /** What a client may take of a service: how slowly it may send a request, and how many connections it may hold. */
 export interface ServerLimits {
@@ -149,41 +147,4 @@ function closeIfSilent(socket: Socket, ms: number): void {
   }, ms);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));
-}
-
-/**
- * Runs `stop()` on SIGTERM/SIGINT and exits 0 when it is done, 1 when it fails. A second
- * signal, or a stop that outlasts `forceAfterMs`, exits 1 at once (the timer is unref'd, so it
- * never keeps the process alive).
- */
-export function onShutdown(
-  stop: () => Promise<void>,
-  logger: Pick<Logger, 'info' | 'warn' | 'error'>,
-  forceAfterMs = 10_000,
-): void {
-  let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting without waiting');
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info({ signal }, 'stopping');
-    setTimeout(() => {
-      logger.error(`did not stop within ${forceAfterMs} ms; exiting`);
-      process.exit(1);
-    }, forceAfterMs).unref();
-    stop().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'error while stopping');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', handler);
-  process.on('SIGINT', handler);
 }

@@ -46,15 +46,26 @@ export function checkSchemaName(schema: string | undefined): string | undefined 
   return schema;
 }
 
-/** The database URL with its password masked, for logs and error messages. */
+/** Query parameters `pg` reads as secrets: `?password=` stands in for the URL's own `user:pass@`. */
+const SECRET_PARAMS = /^(password|sslpassword)$/i;
+
+/**
+ * The database value with every secret masked, for logs, printed lines and error messages: the
+ * password of `user:pass@` and the `password` (and `sslpassword`) query parameters of a URL. A
+ * file name comes back as it is.
+ */
 export function redactDb(db: string): string {
   if (!looksLikeUrl(db)) return db;
   try {
     const url = new URL(db);
     if (url.password) url.password = '***';
+    for (const name of [...url.searchParams.keys()]) {
+      if (SECRET_PARAMS.test(name)) url.searchParams.set(name, '***');
+    }
     return url.toString();
   } catch {
-    return db.replace(/\/\/[^@/]*@/, '//***@');
+    // Not a URL the WHATWG parser takes: mask what could be a secret by shape instead.
+    return db.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
   }
 }
 

@@ -23,6 +23,11 @@ export interface SpawnOptions {
   detached?: boolean;
   /** Each line it prints on stdout, as it comes. */
   onLine?: (line: string) => void;
+  /**
+   * An IPC channel to it, which closes when this process exits however it ends (SIGKILL
+   * included): a leasehold service started with one stops then, so none outlives its parent.
+   */
+  ipc?: boolean;
 }
 
 /** What a service prints on stdout once it accepts connections. */
@@ -44,7 +49,7 @@ export class NodeProcess {
     this.stderrFile = typeof stderr === 'object' ? stderr.file : undefined;
     const errFd = typeof stderr === 'object' ? openSync(stderr.file, 'a') : stderr;
     this.process = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], {
-      stdio: ['ignore', 'pipe', errFd],
+      stdio: options.ipc ? ['ignore', 'pipe', errFd, 'ipc'] : ['ignore', 'pipe', errFd],
       env: options.env ?? process.env,
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
       detached: options.detached ?? false,

@@ -1,12 +1,8 @@
-// `leasehold queue`: parse flags, start the service, print its URL, stop cleanly on a signal.
+// `leasehold queue`: its flags; starting, printing the URL and stopping are platform/service-main.ts's.
 import { Option, type Command } from 'commander';
-import { redactDb } from '../platform/postgres.js';
 import {
   apiKeyOption,
-  checkOptions,
-  flagNamesOf,
   dbOption,
-  failStart,
   firstByteTimeoutOption,
   headersTimeoutOption,
   integerAtLeast,
@@ -21,9 +17,9 @@ import {
 } from '../platform/flags.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { checkApiKey } from '../platform/exchange.js';
-import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
-import { createLogger } from '../platform/logger.js';
-import { startQueue, type QueueService } from './service.js';
+import { serverLimitsOf } from '../platform/listen.js';
+import { serviceAction } from '../platform/service-main.js';
+import { startQueue } from './service.js';
 import type { LateFinishPolicy } from './types.js';
 
 const LATE_FINISH: readonly LateFinishPolicy[] = ['reject', 'if-unclaimed'];
@@ -85,43 +81,25 @@ export function queueCommand(): Command {
       'after',
       `\nOn start it prints one line to stdout: "leasehold queue listening on http://<host>:<port>".\n${SECRETS_IN_VARIABLES}`,
     )
-    .action(async (flags: QueueFlags, command: Command) => {
-      checkOptions(command, flagNamesOf(command), () => {
-        if (flags.apiKey !== undefined) checkApiKey(flags.apiKey);
-        return resolveListenOptions(flags);
-      });
-      await runQueue(flags);
-    });
-}
-
-async function runQueue(flags: QueueFlags): Promise<void> {
-  const logger = createLogger({ service: 'queue', level: flags.logLevel });
-  let service: QueueService;
-  try {
-    service = await startQueue({
-      db: flags.db,
-      host: flags.host,
-      port: flags.port,
-      latePolicy: flags.lateFinish,
-      journal: flags.journal,
-      commitWindowMs: flags.commitWindowMs,
-      apiKey: flags.apiKey,
-      ...serverLimitsOf(flags),
-      logger,
-    });
-  } catch (err) {
-    failStart('queue', err, { port: flags.port, logger });
-  }
-  logger.info(
-    {
-      url: service.url,
-      db: redactDb(flags.db),
-      lateFinish: flags.lateFinish,
-      journal: flags.journal,
-      apiKey: flags.apiKey !== undefined,
-    },
-    'queue ready',
-  );
-  process.stdout.write(`leasehold queue listening on ${service.url}\n`);
-  onShutdown(service.close, logger);
+    .action(
+      serviceAction({
+        service: 'queue',
+        resolve: (flags: QueueFlags) => ({
+          db: flags.db,
+          host: flags.host,
+          port: flags.port,
+          latePolicy: flags.lateFinish,
+          journal: flags.journal,
+          commitWindowMs: flags.commitWindowMs,
+          apiKey: flags.apiKey === undefined ? undefined : checkApiKey(flags.apiKey),
+          ...serverLimitsOf(flags),
+        }),
+        start: (options, logger) => startQueue({ ...options, logger }),
+        ready: (options) => ({
+          lateFinish: options.latePolicy,
+          journal: options.journal,
+          apiKey: options.apiKey !== undefined,
+        }),
+      }),
+    );
 }

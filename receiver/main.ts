@@ -1,11 +1,8 @@
-// `leasehold receiver`: parse flags, start the receiver, print the URL it listens on, and stop
-// cleanly on SIGTERM/SIGINT. The only receiver module that touches `process`.
+// `leasehold receiver`: its flags; starting, printing the URL and stopping are
+// platform/service-main.ts's.
 import { Option, type Command } from 'commander';
 import {
-  checkOptions,
-  flagNamesOf,
   dbOption,
-  failStart,
   firstByteTimeoutOption,
   headersTimeoutOption,
   journalOption,
@@ -17,12 +14,9 @@ import {
   requestTimeoutOption,
 } from '../platform/flags.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
-import { onShutdown, resolveListenOptions, serverLimitsOf } from '../platform/listen.js';
-import { createLogger } from '../platform/logger.js';
-import { startReceiver, type ReceiverHandle } from './service.js';
-
-/** How long a shutdown may take before the process exits anyway. */
-const FORCE_EXIT_MS = 10_000;
+import { serverLimitsOf } from '../platform/listen.js';
+import { serviceAction } from '../platform/service-main.js';
+import { startReceiver } from './service.js';
 
 interface ReceiverFlags {
   port: number;
@@ -79,33 +73,21 @@ export function receiverCommand(): Command {
       '\nOn start it prints one line to stdout: "leasehold receiver listening on http://<host>:<port>".\n' +
         'Prefer LEASEHOLD_SECRET to --secret: command lines are visible to other users of the machine.',
     )
-    .action(async (flags: ReceiverFlags, command: Command) => {
-      if (flags.secret === '')
-        command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
-      checkOptions(command, flagNamesOf(command), () => resolveListenOptions(flags));
-      await runReceiver(flags);
-    });
-}
-
-async function runReceiver(flags: ReceiverFlags): Promise<void> {
-  const logger = createLogger({ service: 'receiver', level: flags.logLevel });
-  let handle: ReceiverHandle;
-  try {
-    handle = await startReceiver({
-      port: flags.port,
-      host: flags.host,
-      db: flags.db,
-      secret: flags.secret,
-      testMode: flags.testMode,
-      journal: flags.journal,
-      retainJournalMs: flags.retainJournal,
-      ...serverLimitsOf(flags),
-      logger,
-    });
-  } catch (err) {
-    failStart('receiver', err, { port: flags.port, logger });
-  }
-  process.stdout.write(`leasehold receiver listening on ${handle.url}\n`);
-
-  onShutdown(() => handle.close(), logger, FORCE_EXIT_MS);
+    .action(
+      serviceAction({
+        service: 'receiver',
+        resolve: (flags: ReceiverFlags) => ({
+          port: flags.port,
+          host: flags.host,
+          db: flags.db,
+          secret: flags.secret,
+          testMode: flags.testMode,
+          journal: flags.journal,
+          retainJournalMs: flags.retainJournal,
+          ...serverLimitsOf(flags),
+        }),
+        start: (options, logger) => startReceiver({ ...options, logger }),
+        ready: (options) => ({ testMode: options.testMode, signed: options.secret !== undefined }),
+      }),
+    );
 }

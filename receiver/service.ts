@@ -155,10 +155,6 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     resolved.retainJournalMs === undefined
       ? undefined
       : retainJournal(store, { retainMs: resolved.retainJournalMs, clock, logger });
-  logger.info(
-    { url, db: redactDb(resolved.db), testMode: resolved.testMode, signed: resolved.secret !== undefined },
-    'receiver listening',
-  );
 
   let closing: Promise<void> | undefined;
   const close = async (graceMs: number) => {

@@ -46,6 +46,24 @@ describe('postgres URLs', () => {
     expect(redactDb('./data/queue.sqlite')).toBe('./data/queue.sqlite');
   });
 
+  test('a password given as a query parameter, which pg reads as the password, is masked too', () => {
+    expect(
+      [
+        'postgres://app@db.internal/jobs?password=s3cret&schema=q',
+        'postgresql://app:pw1@db.internal/jobs?sslmode=require&PASSWORD=s3cret&sslpassword=k3y',
+        'postgres://app@db.internal/jobs?schema=q&password=',
+      ].map(redactDb),
+    ).toEqual([
+      'postgres://app@db.internal/jobs?password=***&schema=q',
+      'postgresql://app:***@db.internal/jobs?sslmode=require&PASSWORD=***&sslpassword=***',
+      'postgres://app@db.internal/jobs?schema=q&password=***',
+    ]);
+    // One the URL parser refuses (a bad port) is masked by shape.
+    expect(redactDb('postgres://app:s3cret@db:99999/jobs?password=s3cret#x')).toBe(
+      'postgres://***@db:99999/jobs?password=***#x',
+    );
+  });
+
   test('a URL of another database is refused, not taken for a SQLite file name', async () => {
     await expect(openQueueStore({ db: 'mysql://u:pw@h/db' })).rejects.toThrow(
       'Unsupported database URL "mysql://u:***@h/db"',
