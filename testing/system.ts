@@ -143,14 +143,17 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       });
       return { name, handle, client };
     };
-    const [queue, receiver, ...stubs] = await Promise.all([
-      startQueue({ db, clock, testMode: true, apiKey }).then((service) => {
-        closers.push(() => service.close());
-        return service;
-      }),
-      startStub(RECEIVER, db),
-      ...extra.filter(([, option]) => option === 'stub').map(([name]) => startStub(name, ':memory:')),
-    ]);
+    // Every start is awaited, the failed ones too, so nothing is left listening when one fails.
+    const queueStarted = startQueue({ db, clock, testMode: true, apiKey }).then((service) => {
+      closers.push(() => service.close());
+      return service;
+    });
+    const receiverStarted = startStub(RECEIVER, db);
+    const stubsStarted = extra.filter(([, option]) => option === 'stub').map(([name]) => startStub(name, ':memory:'));
+    const settled = await Promise.allSettled([queueStarted, receiverStarted, ...stubsStarted]);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [queue, receiver, stubs] = [await queueStarted, await receiverStarted, await Promise.all(stubsStarted)];
     const ownEndpoints = extra.flatMap(([name, option]) => (option === 'stub' ? [] : [{ name, ...option }]));
     const gateway = await startGateway({
       queueUrl: queue.url,
@@ -158,7 +161,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       secret,
       apiKey,
       clock,
-      ...downstreamsOption(stubs, ownEndpoints, secret),
+      ...downstreamsOption(stubs, ownEndpoints),
     });
     closers.push(() => gateway.close());
     return systemHandle({ clock, handleClock, apiKey, queue, gateway, receiver, stubs, ownEndpoints, closeAll });
@@ -176,12 +179,11 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
 function downstreamsOption(
   stubs: readonly StartedStub[],
   own: ReadonlyArray<{ name: string; url: string; secret?: string }>,
-  secret: string | undefined,
 ): Partial<GatewayServiceOptions> {
   if (stubs.length === 0 && own.length === 0) return {};
   const downstreams: Record<string, { url: string; secret?: string }> = {};
-  for (const stub of stubs)
-    downstreams[stub.name] = { url: `${stub.handle.url}/effects`, ...(secret ? { secret } : {}) };
+  // A stub checks the gateway's own secret, which signs for every downstream without one.
+  for (const stub of stubs) downstreams[stub.name] = { url: `${stub.handle.url}/effects` };
   for (const endpoint of own)
     downstreams[endpoint.name] = { url: endpoint.url, ...(endpoint.secret ? { secret: endpoint.secret } : {}) };
   return { downstreams } as Partial<GatewayServiceOptions>;
