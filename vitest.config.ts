@@ -46,7 +46,7 @@ const TEST_LAYERS = {
     'test/worker/lease.test.ts',
     'test/worker/run.test.ts',
     'test/worker/{concurrency,shutdown,outputs,connections,effects}.test.ts',
-    'test/testing/{zombie,system,expect}.test.ts',
+    'test/testing/{zombie,system,expect,downstreams}.test.ts',
   ],
   // Real child processes: the built CLI, several processes on one database, kill -9, the demo.
   system: [
