@@ -171,11 +171,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   }
 }
 
-/**
- * The gateway's named downstreams (`--downstream NAME=URL`): each stub's effect endpoint and any
- * endpoint of the test's own. Absent when there are none, so a gateway without named downstreams
- * starts as before.
- */
+/** The gateway's named downstreams (`--downstream NAME=URL`): each stub's effect endpoint and any endpoint of the test's own. */
 function downstreamsOption(
   stubs: readonly StartedStub[],
   own: ReadonlyArray<{ name: string; url: string; secret?: string }>,
@@ -186,7 +182,7 @@ function downstreamsOption(
   for (const stub of stubs) downstreams[stub.name] = { url: `${stub.handle.url}/effects` };
   for (const endpoint of own)
     downstreams[endpoint.name] = { url: endpoint.url, ...(endpoint.secret ? { secret: endpoint.secret } : {}) };
-  return { downstreams } as Partial<GatewayServiceOptions>;
+  return { downstreams };
 }
 
 function systemHandle(parts: {
