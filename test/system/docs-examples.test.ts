@@ -108,6 +108,12 @@ test.skipIf(curlVersion() === undefined)(
           lines.push(`node ${file} >${out}.stdout 2>${out}.stderr; echo $? >${out}.rc`);
         } else if (block.lang === 'sh') {
           for (const { command, expected } of shellCommands(here(block.code))) {
+            if (/&\s*$/.test(command)) {
+              unmarked.push(
+                `${where}: "${command}" starts something in the background; mark the block <!-- not run: <reason> -->`,
+              );
+              continue;
+            }
             const out = join(dir, `step-${steps.length}`);
             const curl = command.startsWith('curl ');
             steps.push({ page, command, expected, kind: curl ? 'curl' : 'command', out });
