@@ -7,6 +7,7 @@ const TEST_LAYERS = {
   unit: [
     'test/**/rules.test.ts',
     'test/receiver/signature.test.ts',
+    'test/receiver/schemas.test.ts',
     'test/queue/errors.test.ts',
     'test/scripts/build-if-stale.test.ts',
     'test/platform/boundaries.test.ts',

@@ -91,7 +91,8 @@ async function receiverSide(
 ): Promise<{ effects: AuditedEffect[]; totals: { effects: number; qty: number } }> {
   for (let read = 1; ; read++) {
     const before = await receiver.totals(call);
-    const effects = (await receiver.effects(call)).map(({ jobId, qty, token }) => ({ jobId, qty, token }));
+    // An effect sent without a qty adds nothing to the totals, as 0 adds nothing to the sum.
+    const effects = (await receiver.effects(call)).map(({ jobId, qty, token }) => ({ jobId, qty: qty ?? 0, token }));
     const totals = await receiver.totals(call);
     const settled = before.effects === totals.effects && before.qty === totals.qty && totals.effects === effects.length;
     if (settled || read === TOTALS_READS) return { effects, totals };

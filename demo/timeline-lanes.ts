@@ -108,7 +108,7 @@ export function timelineModel(input: TimelineInput): TimelineModel {
     at: j.at - t0,
     job: j.jobId,
     token: j.token,
-    qty: j.qty,
+    qty: j.qty ?? 0,
     outcome: j.outcome,
     text: `receiver: ${j.jobId} qty ${j.qty} with token ${j.token}: ${j.outcome}`,
   }));

@@ -10,15 +10,18 @@ const LONE_SURROGATES = /\p{Cs}/gu;
 /** The most UTF-16 code units an id or owner may have; a PostgreSQL varchar(256) always holds it. */
 export const MAX_ID_LENGTH = 256;
 
+/** The most UTF-16 code units an effect's key may have: the id rule, shorter. */
+export const MAX_KEY_LENGTH = 128;
+
 /**
  * Why `value` cannot be an id or owner named `what`, or undefined when it can. Each rule keeps
  * two different ids from becoming one, or an id from failing where it is stored or routed:
  * a lone surrogate is rewritten to U+FFFD by both database drivers (two ids would share a row),
  * PostgreSQL refuses NUL in text, and `.` and `..` collapse in a URL path.
  */
-export function idProblem(value: string, what: string): string | undefined {
+export function idProblem(value: string, what: string, maxLength = MAX_ID_LENGTH): string | undefined {
   if (value.length === 0) return `${what} must not be empty`;
-  if (value.length > MAX_ID_LENGTH) return `${what} must be at most ${MAX_ID_LENGTH} characters`;
+  if (value.length > maxLength) return `${what} must be at most ${maxLength} characters`;
   if (LONE_SURROGATE.test(value)) return `${what} must be well-formed Unicode (it has a lone surrogate)`;
   if (value.includes('\0')) return `${what} must not contain a NUL character`;
   if (value === '.' || value === '..') return `${what} must not be "." or ".." (they collapse in a URL path)`;
@@ -28,16 +31,20 @@ export function idProblem(value: string, what: string): string | undefined {
 /**
  * The zod schema of an id or owner named `what`. `required` words the issue for a missing or
  * non-string value (default: "<what> must be a string"). The length limits are zod's own, so a
- * schema document generated from it shows them.
+ * schema document generated from it shows them; `maxLength` is shorter for an effect's key.
  */
-export function idSchema(what: string, required?: (issue: { input?: unknown }) => string): z.ZodString {
+export function idSchema(
+  what: string,
+  required?: (issue: { input?: unknown }) => string,
+  maxLength = MAX_ID_LENGTH,
+): z.ZodString {
   return z
     .string({ error: required ?? `${what} must be a string` })
     .min(1, `${what} must not be empty`)
-    .max(MAX_ID_LENGTH, `${what} must be at most ${MAX_ID_LENGTH} characters`)
+    .max(maxLength, `${what} must be at most ${maxLength} characters`)
     .check((ctx) => {
-      if (ctx.value.length === 0 || ctx.value.length > MAX_ID_LENGTH) return;
-      const problem = idProblem(ctx.value, what);
+      if (ctx.value.length === 0 || ctx.value.length > maxLength) return;
+      const problem = idProblem(ctx.value, what, maxLength);
       if (problem !== undefined) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
     });
 }

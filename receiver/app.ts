@@ -6,7 +6,15 @@ import { adminRoutes } from './admin.js';
 import { ReceiverError } from './errors.js';
 import type { FaultController } from './faults.js';
 import { parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
-import { effectsQuery, jobIdParam, journalQuery, parseQuery, readPage } from './listings.js';
+import {
+  effectCursorText,
+  effectQuery,
+  effectsQuery,
+  jobIdParam,
+  journalQuery,
+  parseQuery,
+  readPage,
+} from './listings.js';
 import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
 import { openApiRoute } from '../platform/openapi.js';
 import { requestIds, withRequestIds } from '../platform/request-id.js';
@@ -53,21 +61,20 @@ export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express 
 
   app.get('/effects', async (req, res) => {
     const query = parseQuery(effectsQuery, req.query);
-    const page = await readPage(
-      query,
-      (q) => store.listEffects(q),
-      (effect) => effect.jobId,
-    );
+    const page = await readPage(query, (q) => store.listEffects(q), effectCursorText);
     res.json({ effects: page.items, next: page.next });
   });
   app.get('/effects/:jobId', async (req, res) => {
     const jobId = parseWith(jobIdParam, req.params.jobId, 'jobId in the path', ReceiverError.fromEdge);
-    const effect = await store.getEffect(jobId);
+    const { key } = parseQuery(effectQuery, req.query);
+    const effect = await store.getEffect(jobId, key);
     if (!effect) {
       throw new ReceiverError(
         'unknown_effect',
-        `No effect has been applied for job "${jobId}"; check the jobId, or send the effect first.`,
-        { jobId },
+        key === undefined
+          ? `No effect has been applied for job "${jobId}"; check the jobId, or send the effect first.`
+          : `No effect "${key}" has been applied for job "${jobId}"; check the jobId and key, or send the effect first (GET /effects?jobId= lists the job's effects).`,
+        key === undefined ? { jobId } : { jobId, key },
       );
     }
     res.json({ effect });

@@ -8,6 +8,27 @@ import type { Effect } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from './signature.js';
 import type { JournalEntry, PageQuery, Totals } from './store.js';
 
+/** What `record` sends: the fields given, in this order, as the gateway forwards them. */
+export interface EffectInput {
+  jobId: string;
+  /** Names one of the job's effects; left out, the job's default effect. */
+  key?: string;
+  /** An integer >= 1; may be left out when `body` is given. */
+  qty?: number;
+  /** Any JSON value, at most 64 KiB serialized. */
+  body?: unknown;
+}
+
+/** A read of one effect: the job's default effect, or with `key` its keyed effect. */
+export interface EffectReadOptions extends ReceiverCallOptions {
+  key?: string;
+}
+
+/** The effects listing's filter: every job's effects, or only `jobId`'s. */
+export interface EffectsQuery extends PageQuery<string> {
+  jobId?: string;
+}
+
 export interface ReceiverClientOptions {
   /** Per-request timeout (default 10 s); a call's own `timeoutMs` overrides it. */
   timeoutMs?: number;
@@ -30,8 +51,9 @@ export interface RecordOptions extends ReceiverCallOptions {
   token: number;
   /**
    * A `Leasehold-Signature` computed by the caller (`signatureHeader`) over `POST`, the path the
-   * client posts to (`<base path>/effects`), the token and `JSON.stringify({jobId, qty})`; or give
-   * `secret` instead and the client signs each request as it sends it.
+   * client posts to (`<base path>/effects`), the token and the body it sends,
+   * `JSON.stringify({jobId, key, qty, body})` with the fields left out omitted; or give `secret`
+   * instead and the client signs each request as it sends it.
    */
   signature?: string;
   secret?: string;
@@ -45,7 +67,7 @@ export interface RecordOutcome {
 
 export interface EffectsPage {
   effects: Effect[];
-  /** The jobId to ask for the next page `after`, or null after the last page. */
+  /** The cursor to ask for the next page `after`, or null after the last page. */
   next: string | null;
 }
 
@@ -58,11 +80,15 @@ export interface JournalPage {
 /** The longest page the receiver gives: how `effects()` and `journal()` read a whole listing. */
 const MAX_PAGE = 1_000;
 
-/** A page of 1000 effects with 256-character ids is under 1 MiB; the cap leaves ample room. */
-const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+/**
+ * A page of 1000 effects or journal entries, each with a 64 KiB body and 256-character ids, is
+ * under 70 MiB; the cap leaves room and still bounds what a peer can make the client hold.
+ */
+const MAX_ANSWER_BYTES = 80 * 1024 * 1024;
 
-function pageQuery(page: PageQuery<string | number>): URLSearchParams {
+function pageQuery(page: PageQuery<string | number> & { jobId?: string }): URLSearchParams {
   const query = new URLSearchParams();
+  if (page.jobId !== undefined) query.set('jobId', page.jobId);
   if (page.after !== undefined) query.set('after', String(page.after));
   if (page.limit !== undefined) query.set('limit', String(page.limit));
   return query;
@@ -74,16 +100,18 @@ export class ReceiverClient extends JsonPeer<ReceiverError> {
   }
 
   /**
-   * `POST /effects`: the effect is recorded once per job. A lower token than one already seen is
-   * `fenced` (409), another qty for a recorded job is `conflict` (422); both are ReceiverErrors
-   * with the receiver's details. Repeating a call whose answer was lost is safe: it is a duplicate.
+   * `POST /effects`: the effect is recorded once per `(jobId, key)`. A lower token than the job's
+   * highest (by any of its effects) is `fenced` (409), another qty or body for a recorded effect
+   * is `conflict` (422); both are ReceiverErrors with the receiver's details. Repeating a call
+   * whose answer was lost is safe: it is a duplicate.
    */
-  async record(input: { jobId: string; qty: number }, options: RecordOptions): Promise<RecordOutcome> {
+  async record(input: EffectInput, options: RecordOptions): Promise<RecordOutcome> {
     const { token, signature, secret, signal, timeoutMs } = options;
     if (signature !== undefined && secret !== undefined) {
       throw new RangeError('Give record either a signature or the secret to sign with, not both.');
     }
-    const body = Buffer.from(JSON.stringify({ jobId: input.jobId, qty: input.qty }));
+    const { jobId, key, qty, body: effectBody } = input;
+    const body = Buffer.from(JSON.stringify({ jobId, key, qty, body: effectBody }));
     const headers: Record<string, string> = { [FENCING_TOKEN_HEADER]: String(token) };
     const url = urlUnder(this.baseUrl, ['effects']);
     const signed =
@@ -94,14 +122,19 @@ export class ReceiverClient extends JsonPeer<ReceiverError> {
     return this.answer<RecordOutcome>({ method: 'POST', path: ['effects'], body, headers, signal, timeoutMs });
   }
 
-  /** Every recorded effect, by jobId: the pages of `effectsPage`, read one after another. */
-  async effects(options?: ReceiverCallOptions): Promise<Effect[]> {
+  /**
+   * Every recorded effect, by jobId and key, or with `jobId` only that job's (its default effect
+   * first): the pages of `effectsPage`, read one after another.
+   */
+  async effects(options: ReceiverCallOptions & { jobId?: string } = {}): Promise<Effect[]> {
+    const { jobId: only, ...call } = options;
     const effects: Effect[] = [];
+    const jobId = only === undefined ? {} : { jobId: only };
     let after: string | undefined;
     do {
       const page = await this.effectsPage(
-        after === undefined ? { limit: MAX_PAGE } : { after, limit: MAX_PAGE },
-        options,
+        after === undefined ? { ...jobId, limit: MAX_PAGE } : { ...jobId, after, limit: MAX_PAGE },
+        call,
       );
       effects.push(...page.effects);
       after = page.next ?? undefined;
@@ -110,17 +143,21 @@ export class ReceiverClient extends JsonPeer<ReceiverError> {
   }
 
   /**
-   * One page of effects, by jobId: at most `limit` (default 100, at most 1000) after the jobId
-   * `after`. `next` is the `after` of the next page, or null after the last.
+   * One page of effects, by jobId and key, of every job or of `jobId`'s: at most `limit`
+   * (default 100, at most 1000) after the cursor `after`. `next` is the `after` of the next page,
+   * or null after the last.
    */
-  async effectsPage(page: PageQuery<string> = {}, options?: ReceiverCallOptions): Promise<EffectsPage> {
+  async effectsPage(page: EffectsQuery = {}, options?: ReceiverCallOptions): Promise<EffectsPage> {
     return this.answer<EffectsPage>({ ...options, method: 'GET', path: ['effects'], query: pageQuery(page) });
   }
 
-  /** The effect recorded for `jobId`, or undefined when none was. */
-  async effect(jobId: string, options?: ReceiverCallOptions): Promise<Effect | undefined> {
+  /** The effect recorded for `jobId` (with `key`, its keyed effect), or undefined when none was. */
+  async effect(jobId: string, options: EffectReadOptions = {}): Promise<Effect | undefined> {
+    const { key, ...call } = options;
+    const query = key === undefined ? undefined : new URLSearchParams({ key });
     try {
-      return (await this.answer<{ effect: Effect }>({ ...options, method: 'GET', path: ['effects', jobId] })).effect;
+      return (await this.answer<{ effect: Effect }>({ ...call, method: 'GET', path: ['effects', jobId], query }))
+        .effect;
     } catch (err) {
       if (err instanceof ReceiverError && err.code === 'unknown_effect') return undefined;
       throw err;

@@ -4,12 +4,12 @@ export { startReceiver, resolveStartOptions, type StartReceiverOptions, type Rec
 export { createReceiverApp, type ReceiverAppOptions } from './app.js';
 export {
   fencedEffects,
-  parseFencingToken,
-  parseEffectBody,
   IDEMPOTENT_REPLAYED_HEADER,
   receiverErrors,
+  refusalOf,
   type FencedEffectsOptions,
 } from './middleware.js';
+export { effectBodySchema, parseEffectBody, parseFencingToken } from './schemas.js';
 export { FaultController, faultSchema, type Fault, type FaultRequest } from './faults.js';
 export { effectMetrics, type EffectMetrics } from './metrics.js';
 export { ReceiverError, RECEIVER_ERROR_STATUS, type ReceiverErrorCode } from './errors.js';
@@ -23,7 +23,10 @@ export {
   type RecordOutcome,
 } from './client.js';
 export {
+  differences,
+  effectOf,
   judge,
+  sameBody,
   systemClock,
   type Clock,
   type Effect,

@@ -3,6 +3,7 @@
 // errors. Every method ends in the dialect's `unavailable` on failure, outside its retries and
 // group commit, so those still see the driver's own errors.
 import type { Knex } from 'knex';
+import { canonicalBody } from '../platform/effect-fields.js';
 import type { Executor } from '../platform/sql.js';
 import type { EffectDialect } from './dialect.js';
 import type { Clock, EffectRequest } from './rules.js';
@@ -40,7 +41,9 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
   return {
     knex,
 
-    record(request: EffectRequest, clock: Clock, apply?: ApplyEffect<Knex.Transaction>): Promise<Recorded> {
+    record(given: EffectRequest, clock: Clock, apply?: ApplyEffect<Knex.Transaction>): Promise<Recorded> {
+      // Bodies are stored, compared and answered in their canonical form, whoever calls.
+      const request = given.body === undefined ? given : { ...given, body: canonicalBody(given.body) };
       // The clock is read inside the transaction, so `appliedAt` and journal times follow the
       // order in which requests were serialised. `apply` writes through knex, so only a request
       // that has one needs a knex transaction; the others take the dialect's leaner write path.
@@ -51,7 +54,7 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
     },
 
     listEffects: (page) => listEffects(knex, page).catch(rethrow),
-    getEffect: (jobId) => getEffect(knex, jobId).catch(rethrow),
+    getEffect: (jobId, key) => getEffect(knex, jobId, key).catch(rethrow),
     totals: () => readTotals(knex).catch(rethrow),
     journal: (page: PageQuery<number> = {}) => readJournal(knex, page).catch(rethrow),
 

@@ -2,20 +2,11 @@
 // real downstream can put its own effect behind it. The receiver's own POST /effects uses it.
 import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import { pino, type Logger } from 'pino';
-import { z } from 'zod';
-import {
-  BODY_LIMIT_BYTES,
-  edgeFailureOf,
-  errorRenderer,
-  jsonDeeperThan,
-  MAX_JSON_DEPTH,
-  parseWith,
-  rawJsonBody,
-} from '../platform/http-edge.js';
-import { idSchema } from '../platform/ids.js';
+import { BODY_LIMIT_BYTES, edgeFailureOf, errorRenderer, rawJsonBody } from '../platform/http-edge.js';
 import { ReceiverError } from './errors.js';
 import type { EffectMetrics } from './metrics.js';
-import { systemClock, type Clock, type EffectRequest } from './rules.js';
+import { parseEffectBody, parseFencingToken } from './schemas.js';
+import { differences, systemClock, type Clock, type EffectRequest, type Judgement } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
 import { recordEffect, type ApplyEffect, type EffectStore, type Recorded } from './store.js';
 
@@ -42,80 +33,6 @@ export interface FencedEffectsOptions<Tx> {
   logger?: Logger;
   /** Told of each outcome and each refused signature (the receiver's /metrics; `effectMetrics`). */
   metrics?: EffectMetrics;
-}
-
-const MAX_TOKEN_TEXT = 40;
-
-/** `Fencing-Token` as a safe integer >= 1; digits only, so "1.0", "1e3" and "+1" are refused. */
-export function parseFencingToken(value: string | undefined): number {
-  const field = 'Fencing-Token';
-  if (value === undefined || value.trim() === '') {
-    throw new ReceiverError(
-      'invalid_request',
-      "The Fencing-Token header is missing; send the current lease's token, an integer >= 1.",
-      { field },
-    );
-  }
-  const text = value.trim();
-  const shown = JSON.stringify(text.length > MAX_TOKEN_TEXT ? `${text.slice(0, MAX_TOKEN_TEXT)}...` : text);
-  if (!/^\d+$/.test(text)) {
-    throw new ReceiverError('invalid_request', `The Fencing-Token header must be an integer >= 1, not ${shown}.`, {
-      field,
-    });
-  }
-  const token = Number(text);
-  if (!Number.isSafeInteger(token)) {
-    throw new ReceiverError(
-      'invalid_request',
-      `The Fencing-Token header must be a safe integer (at most ${Number.MAX_SAFE_INTEGER}), not ${shown}.`,
-      { field },
-    );
-  }
-  if (token < 1) {
-    throw new ReceiverError(
-      'invalid_request',
-      `The Fencing-Token header must be >= 1, not ${shown}; tokens start at 1.`,
-      { field },
-    );
-  }
-  return token;
-}
-
-const QTY_MESSAGE = `qty must be a positive safe integer (1 to ${Number.MAX_SAFE_INTEGER})`;
-// Strict, like every body in leasehold: a misspelt field is refused, never silently dropped.
-export const effectBodySchema = z.strictObject(
-  {
-    jobId: idSchema('jobId', () => 'jobId is required and must be a string'),
-    qty: z.number({ error: QTY_MESSAGE }).int({ error: QTY_MESSAGE }).positive({ error: QTY_MESSAGE }),
-  },
-  { error: 'the body must be a JSON object {"jobId": string, "qty": integer}' },
-);
-
-/** The body as `{jobId, qty}`; any other field is refused. */
-export function parseEffectBody(raw: Buffer | undefined): { jobId: string; qty: number } {
-  if (raw === undefined || raw.length === 0) {
-    throw new ReceiverError(
-      'invalid_request',
-      'The request body is empty; send a JSON object {"jobId": string, "qty": integer}.',
-    );
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    throw new ReceiverError(
-      'invalid_request',
-      `The request body is not valid JSON (${(err as Error).message}); send a JSON object.`,
-    );
-  }
-  if (jsonDeeperThan(json, MAX_JSON_DEPTH)) {
-    throw new ReceiverError(
-      'invalid_request',
-      `The request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; send {"jobId": string, "qty": integer}.`,
-      { maxDepth: MAX_JSON_DEPTH },
-    );
-  }
-  return parseWith(effectBodySchema, json, 'request body', ReceiverError.fromEdge);
 }
 
 /** The stores already speak ReceiverError (`busy` for a database that stays locked or unreachable). */
@@ -154,6 +71,35 @@ function rawBodyOf(req: Request): Buffer | undefined {
   if (req.body === undefined || Buffer.isBuffer(req.body)) return req.body as Buffer | undefined;
   // A JSON parser mounted earlier consumed the bytes; the signature needs them as sent.
   throw new Error('fencedEffects needs the raw request body: mount it before any body parser (e.g. express.json()).');
+}
+
+/** How a message names an effect: `job "a"`, or `effect "charge" of job "a"`. */
+const effectWords = (request: EffectRequest) =>
+  request.key === undefined ? `job "${request.jobId}"` : `effect "${request.key}" of job "${request.jobId}"`;
+
+/** The answer to a `fenced` or `conflict` judgement, with what was asked beside what is. */
+export function refusalOf(request: EffectRequest, judgement: Judgement): ReceiverError {
+  const { jobId, key, token } = request;
+  const { effect, highestToken } = judgement.state;
+  const keyed = key === undefined ? {} : { key };
+  if (judgement.outcome === 'fenced' || effect === undefined) {
+    return new ReceiverError(
+      'fenced',
+      `Fencing token ${token} is lower than token ${highestToken} already seen for job "${jobId}": a newer lease holds this job, so stop working on it.`,
+      { jobId, ...keyed, token, highestToken },
+    );
+  }
+  const changed = differences(effect, request).map((field) =>
+    field === 'qty'
+      ? `qty ${String(effect.qty ?? 'left out')}, not ${String(request.qty ?? 'left out')}`
+      : 'another body',
+  );
+  const instead = key === undefined ? 'use a new jobId, or a key,' : 'use another key';
+  return new ReceiverError(
+    'conflict',
+    `${effectWords(request).replace(/^./, (c) => c.toUpperCase())} already has an effect with ${changed.join(' and ')}; an effect is recorded once per job and key, so ${instead} for a different effect.`,
+    { jobId, ...keyed, ...(request.qty === undefined ? {} : { qty: request.qty }), effect },
+  );
 }
 
 /**
@@ -210,29 +156,14 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
     }
     const request: EffectRequest = { ...parseEffectBody(raw), token };
     const { judgement, journal } = await record(request);
-    const { effect, highestToken } = judgement.state;
-    options.metrics?.judged(judgement.outcome);
-    logger.info({ ...request, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
-    switch (judgement.outcome) {
-      case 'applied':
-        res.status(201).json({ outcome: 'applied', effect });
-        return;
-      case 'duplicate':
-        res.status(200).set(IDEMPOTENT_REPLAYED_HEADER, 'true').json({ outcome: 'duplicate', effect });
-        return;
-      case 'fenced':
-        throw new ReceiverError(
-          'fenced',
-          `Fencing token ${token} is lower than token ${highestToken} already seen for job "${request.jobId}": a newer lease holds this job, so stop working on it.`,
-          { jobId: request.jobId, token, highestToken },
-        );
-      case 'conflict':
-        throw new ReceiverError(
-          'conflict',
-          `Job "${request.jobId}" already has an effect with qty ${effect.qty}, not ${request.qty}; an effect is recorded once per job, so use a new jobId for a different effect.`,
-          { jobId: request.jobId, qty: request.qty, effect },
-        );
-    }
+    options.metrics?.judged(judgement.outcome, request);
+    const { jobId, key, qty } = request;
+    logger.info({ jobId, key, qty, token, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
+    const { effect } = judgement.state;
+    if (judgement.outcome === 'applied') res.status(201).json({ outcome: 'applied', effect });
+    else if (judgement.outcome === 'duplicate')
+      res.status(200).set(IDEMPOTENT_REPLAYED_HEADER, 'true').json({ outcome: 'duplicate', effect });
+    else throw refusalOf(request, judgement);
   };
 
   const router = express.Router();

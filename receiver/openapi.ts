@@ -6,14 +6,20 @@ import { openApiDocument, serviceRoutes, type OpenApiDocument, type OperationDoc
 import { packageVersion } from '../platform/package-version.js';
 import { RECEIVER_ERROR_STATUS } from './errors.js';
 import { faultSchema } from './faults.js';
-import { effectsQuery, jobIdParam, journalQuery } from './listings.js';
-import { effectBodySchema } from './middleware.js';
+import { effectQuery, effectsQuery, jobIdParam, journalQuery } from './listings.js';
+import { effectBodySchema } from './schemas.js';
 
-const Effect = z.object({ jobId: z.string(), qty: z.int(), token: z.int(), appliedAt: z.int() });
+/** An effect's own fields: `key` absent for the job's default effect, `qty` and `body` when given. */
+const fields = {
+  jobId: z.string(),
+  key: z.string().optional(),
+  qty: z.int().optional(),
+  body: z.json().optional().describe('as given, object keys sorted'),
+};
+const Effect = z.object({ ...fields, token: z.int(), appliedAt: z.int() });
 const JournalEntry = z.object({
   seq: z.int(),
-  jobId: z.string(),
-  qty: z.int(),
+  ...fields,
   token: z.int(),
   outcome: z.enum(['applied', 'duplicate', 'fenced', 'conflict']),
   at: z.int(),
@@ -33,7 +39,8 @@ export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'post',
     path: '/effects',
-    summary: "Record a job's effect once, under a fencing token: lower tokens than the highest seen are fenced.",
+    summary:
+      "Record an effect once per (jobId, key), under a fencing token: a token lower than the job's highest, by any of its effects, is fenced.",
     headers: {
       'Fencing-Token': {
         schema: fencingToken,
@@ -50,11 +57,12 @@ export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
     body: effectBodySchema,
     responses: {
       201: {
-        description: 'applied: the first effect for the job',
+        description: 'applied: the first request for the (jobId, key)',
         schema: z.object({ outcome: z.literal('applied'), effect: Effect }),
       },
       200: {
-        description: 'duplicate: the same job and qty again with a token >= the highest seen; nothing added',
+        description:
+          "duplicate: the same (jobId, key), qty and body again with a token >= the job's highest; nothing added",
         schema: z.object({ outcome: z.literal('duplicate'), effect: Effect }),
         headers: { 'Idempotent-Replayed': '`true`' },
       },
@@ -64,7 +72,8 @@ export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'get',
     path: '/effects',
-    summary: 'A page of the applied effects, by jobId; `next` is the `after` of the next page, null after the last.',
+    summary:
+      "A page of the applied effects, by jobId and key (a job's default effect first), of every job or of `jobId`'s; `next` is the `after` of the next page, null after the last.",
     query: effectsQuery,
     responses: {
       200: {
@@ -77,8 +86,9 @@ export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'get',
     path: '/effects/:jobId',
-    summary: "One job's effect.",
+    summary: "One job's default effect, or with `key` its keyed effect.",
     params: { jobId: jobIdParam },
+    query: effectQuery,
     responses: { 200: { description: 'the effect', schema: z.object({ effect: Effect }) } },
     errors: ['unknown_effect', 'busy'],
   },

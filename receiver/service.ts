@@ -53,18 +53,22 @@ export interface ReceiverHandle {
   /** `http://<host>:<port>`, without a trailing slash. */
   url: string;
   port: number;
-  /** Every applied effect, read from the store (not over HTTP). */
-  effects(): Promise<Effect[]>;
-  /** The effect applied for `jobId`, or undefined. */
-  effect(jobId: string): Promise<Effect | undefined>;
+  /**
+   * Every applied effect, by jobId and key, or only `jobId`'s (its default effect first), read
+   * from the store (not over HTTP).
+   */
+  effects(filter?: { jobId?: string }): Promise<Effect[]>;
+  /** The effect applied for `(jobId, key)` (`key` left out: the job's default effect), or undefined. */
+  effect(jobId: string, key?: string): Promise<Effect | undefined>;
   totals(): Promise<Totals>;
   /** Every judged request, outcome included, in the order it was judged. */
   journal(): Promise<JournalEntry[]>;
   /**
-   * The effect for `jobId` once it is applied: for code under test that sends in the background.
-   * Rejects after `timeoutMs` (default 5000) with an Error naming the job and the effects there are.
+   * The effect for `jobId` (with `key`, its keyed effect) once it is applied: for code under test
+   * that sends in the background. Rejects after `timeoutMs` (default 5000) with an Error naming
+   * the effect and the effects there are.
    */
-  waitForEffect(jobId: string, options?: { timeoutMs?: number }): Promise<Effect>;
+  waitForEffect(jobId: string, options?: { timeoutMs?: number; key?: string }): Promise<Effect>;
   /** Forgets effects, journal and queued faults: call it between test cases. */
   reset(): Promise<void>;
   /** Queue faults for the next POST /effects requests (test mode only; throws otherwise). */
@@ -167,11 +171,12 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
   return {
     url,
     port,
-    effects: () => store.listEffects(),
-    effect: (jobId) => store.getEffect(jobId),
+    effects: (filter) => store.listEffects(filter?.jobId === undefined ? {} : { jobId: filter.jobId }),
+    effect: (jobId, key) => store.getEffect(jobId, key),
     totals: () => store.totals(),
     journal: () => store.journal(),
-    waitForEffect: (jobId, waitOptions) => waitForEffect(store, jobId, waitOptions?.timeoutMs ?? 5_000),
+    waitForEffect: (jobId, waitOptions) =>
+      waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000),
     reset: async () => {
       faults.clear();
       await store.reset();
@@ -184,19 +189,27 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
 /** How often waitForEffect looks: short enough for a test, and a read of one row each time. */
 const EFFECT_POLL_MS = 10;
 
-async function waitForEffect(store: EffectStore<unknown>, jobId: string, timeoutMs: number): Promise<Effect> {
+async function waitForEffect(
+  store: EffectStore<unknown>,
+  wanted: { jobId: string; key: string | undefined },
+  timeoutMs: number,
+): Promise<Effect> {
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
     throw new RangeError(`timeoutMs must be a whole number of milliseconds, not ${String(timeoutMs)}.`);
   }
+  const { jobId, key } = wanted;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const effect = await store.getEffect(jobId);
+    const effect = await store.getEffect(jobId, key);
     if (effect) return effect;
     if (Date.now() >= deadline) {
-      const there = (await store.listEffects()).map((e) => e.jobId);
+      const there = (await store.listEffects()).map((e) =>
+        e.key === undefined ? e.jobId : `${e.jobId} (key ${e.key})`,
+      );
       const shown = there.length <= 10 ? there.join(', ') : `${there.slice(0, 10).join(', ')}, ...`;
+      const what = key === undefined ? `job "${jobId}"` : `job "${jobId}", key "${key}",`;
       throw new Error(
-        `No effect for job "${jobId}" arrived within ${timeoutMs} ms; the receiver has ${there.length} effect${there.length === 1 ? '' : 's'}${there.length > 0 ? ` (${shown})` : ''}.`,
+        `No effect for ${what} arrived within ${timeoutMs} ms; the receiver has ${there.length} effect${there.length === 1 ? '' : 's'}${there.length > 0 ? ` (${shown})` : ''}.`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, EFFECT_POLL_MS));

@@ -2,11 +2,14 @@
 // SQLite (embedded default) and PostgreSQL implement it with the same SQL and the same rule.
 import type { Clock, Effect, EffectRequest, Judgement, Outcome } from './rules.js';
 
-/** One judged request, in the order the receiver judged it. */
+/** One judged request, in the order the receiver judged it: its fields as given, and the outcome. */
 export interface JournalEntry {
   seq: number;
   jobId: string;
-  qty: number;
+  /** Absent for the job's default effect. */
+  key?: string;
+  qty?: number;
+  body?: unknown;
   token: number;
   outcome: Outcome;
   at: number;
@@ -15,7 +18,7 @@ export interface JournalEntry {
 export interface Totals {
   /** How many effects were applied. */
   effects: number;
-  /** The sum of the applied quantities. */
+  /** The sum of the applied quantities, of the effects that were given one. */
   qty: number;
 }
 
@@ -39,6 +42,20 @@ export interface PageQuery<Cursor> {
   limit?: number;
 }
 
+/**
+ * Where a listing of effects resumes: after this effect. Effects sort by jobId, and within a job
+ * the default effect first, then by key; a cursor without `key` is the job's default effect.
+ */
+export interface EffectCursor {
+  jobId: string;
+  key?: string;
+}
+
+/** A page of effects: all jobs', or only `jobId`'s; `after` a jobId alone means its default effect. */
+export interface EffectPageQuery extends PageQuery<string | EffectCursor> {
+  jobId?: string;
+}
+
 export interface Recorded {
   judgement: Judgement;
   journal: JournalEntry;
@@ -51,16 +68,21 @@ export interface Recorded {
  */
 export interface EffectStore<Tx = unknown> {
   /**
-   * Judges `request` (rules.judge) against the job's stored state and records the outcome and
-   * its journal entry in one write transaction, so racing requests for one job give one
-   * `applied` at most and the journal replays through the rules. The clock is read inside the
+   * Judges `request` (rules.judge) against the state of its `(jobId, key)` and its job's highest
+   * token, and records the outcome and its journal entry in one write transaction, so racing
+   * requests for one effect give one `applied` at most, the fence holds across a job's keys, and
+   * the journal replays through the rules. The clock is read inside the
    * transaction. `apply` runs only for `applied`, inside it; the transaction may run again
    * after a transient failure, `apply` included.
    */
   record(request: EffectRequest, clock: Clock, apply?: ApplyEffect<Tx>): Promise<Recorded>;
-  /** Effects by jobId: all of them, or one page (`limit` of them after the jobId `after`). */
-  listEffects(page?: PageQuery<string>): Promise<Effect[]>;
-  getEffect(jobId: string): Promise<Effect | undefined>;
+  /**
+   * Effects by jobId and key (the default effect first): all of them, or one page (`limit` of
+   * them after the effect `after`), of every job or of `jobId` alone.
+   */
+  listEffects(page?: EffectPageQuery): Promise<Effect[]>;
+  /** The effect recorded for `(jobId, key)`; `key` left out is the job's default effect. */
+  getEffect(jobId: string, key?: string): Promise<Effect | undefined>;
   /** The applied effects and the sum of their quantities, always a safe integer (an effect that would break it is refused). */
   totals(): Promise<Totals>;
   /** Entries by seq: all of them, or one page (`limit` of them after the seq `after`). */

@@ -6,6 +6,7 @@ import { addPreviousHighestToken } from './002_add_previous_highest_token.js';
 import { indexJournalAt } from './003_index_journal_at.js';
 import { widenJobId } from './004_job_id_256.js';
 import { runningTotals } from './005_running_totals.js';
+import { effectKeys } from './006_effect_keys.js';
 
 export interface ReceiverMigration {
   name: string;
@@ -19,6 +20,7 @@ const migrations: readonly ReceiverMigration[] = [
   indexJournalAt,
   widenJobId,
   runningTotals,
+  effectKeys,
 ];
 
 /** Its own bookkeeping table, so the receiver can share a database with the queue. */

@@ -1,42 +1,19 @@
-// Recording one judged request: the rule (rules.judge) as one conditional write, `apply` for an
-// applied effect, the journal entry, and the applied effect added to the totals, all on the
-// executor of one write transaction. Every outcome is named by `judge`, given the state the
-// write proved was there, so SQL and rule cannot silently part.
-import { named } from '../../platform/named-sql.js';
-import { rowsOf, type Executor } from '../../platform/sql.js';
-import { judge, type Effect, type EffectRequest, type Judgement, type Outcome } from '../rules.js';
+// Recording one judged request: the job's fence (fence.ts), the effect recorded once (effect.ts),
+// `apply` for an applied effect, the journal entry, and the applied effect added to the totals,
+// all on the executor of one write transaction. Every outcome is named by `judge`, given the
+// state the writes proved was there, so SQL and rule cannot silently part.
+import type { Executor } from '../../platform/sql.js';
+import { judge, type Effect, type EffectRequest, type JobState, type Judgement, type Outcome } from '../rules.js';
 import type { Recorded } from '../store.js';
+import { recordOnce } from './effect.js';
+import { explainFence, raiseFence, restoreFence } from './fence.js';
 import { appendJournal } from './journal.js';
-import { EFFECT_COLUMNS, EFFECTS, toEffect, toJobState } from './rows.js';
+import { storedFields, toEffect } from './rows.js';
 import { addToTotals } from './totals.js';
 
 /**
- * Invariant: per job, one effect is ever inserted, and its highest token only rises, and only
- * for the same qty. No row for the job: insert the first effect (`applied`). A row with the same
- * qty and a highest token not above this token: raise the highest token to it (`duplicate`; an
- * equal token writes the value it already has). Anything else updates nothing and returns no
- * row (`fenced` or `conflict`, told apart by the read that follows). `previous_highest_token` is
- * set only by the update, to the value it replaces: NULL in the returned row means this
- * statement inserted it, and otherwise it is the state the duplicate was judged against. On
- * PostgreSQL the statement waits for a concurrent writer of the job and then decides on its
- * committed row, and it locks that row even when it refuses, so requests for one job are
- * serialised from here to their commit, journal entry included.
- */
-const RECORD = named<{ jobId: string; qty: number; token: number; appliedAt: number; highestToken: number }>(
-  `INSERT INTO ${EFFECTS} (job_id, qty, token, applied_at, highest_token)
-  VALUES (@jobId, @qty, @token, @appliedAt, @highestToken)
-  ON CONFLICT (job_id) DO UPDATE
-    SET highest_token = excluded.highest_token, previous_highest_token = ${EFFECTS}.highest_token
-    WHERE ${EFFECTS}.qty = excluded.qty AND ${EFFECTS}.highest_token <= excluded.highest_token
-  RETURNING ${EFFECT_COLUMNS}, previous_highest_token`,
-);
-
-/** The job's row, read only after a refused write to say why. */
-const READ = named<{ jobId: string }>(`SELECT ${EFFECT_COLUMNS} FROM ${EFFECTS} WHERE job_id = @jobId`);
-
-/**
- * Judges and records one request on `executor`, inside a write transaction: the conditional
- * write, `apply` for an applied effect, then the journal entry and the totals.
+ * Judges and records one request on `executor`, inside a write transaction: the two conditional
+ * writes, `apply` for an applied effect, then the journal entry and the totals.
  */
 export async function recordIn(
   executor: Executor,
@@ -44,28 +21,34 @@ export async function recordIn(
   now: number,
   apply?: (effect: Effect) => Promise<void>,
 ): Promise<Recorded> {
-  const first = judge(undefined, request, now);
-  const { effect, highestToken } = first.state;
-  const written = rowsOf(await executor.raw(RECORD.sql, RECORD.bind({ ...effect, highestToken })))[0];
-  let judgement: Judgement;
-  if (!written) {
-    judgement = await explainRefusal(executor, request, now);
-  } else if (written.previous_highest_token === null || written.previous_highest_token === undefined) {
-    judgement = first;
-  } else {
-    const before = { effect: toEffect(written), highestToken: Number(written.previous_highest_token) };
-    judgement = asAllowed(judge(before, request, now), ['duplicate'], request);
-  }
-  if (judgement.outcome === 'applied' && apply) await apply(judgement.state.effect);
+  const judgement = await judgeIn(executor, request, now);
+  if (judgement.outcome === 'applied' && apply) await apply(judgement.state.effect!);
   const journal = await appendJournal(executor, { ...request, outcome: judgement.outcome, at: now });
   if (judgement.outcome === 'applied') await addToTotals(executor, request);
   return { judgement, journal };
 }
 
-/** Reads the row after a refused write, only to say why: `fenced` or `conflict`. */
-async function explainRefusal(executor: Executor, request: EffectRequest, now: number): Promise<Judgement> {
-  const row = rowsOf(await executor.raw(READ.sql, READ.bind({ jobId: request.jobId })))[0];
-  return asAllowed(judge(row && toJobState(row), request, now), ['fenced', 'conflict'], request);
+/**
+ * The fence first, then the effect: a lower token is refused whatever the key, before the effect
+ * is compared. A conflict puts the fence back, so only applied and duplicate raise it.
+ */
+async function judgeIn(executor: Executor, request: EffectRequest, now: number): Promise<Judgement> {
+  const stored = { jobId: request.jobId, ...storedFields(request) };
+  const fence = await raiseFence(executor, request.jobId, request.token);
+  if (fence === 'fenced') {
+    const row = await explainFence(executor, request.jobId, stored.key);
+    const state: JobState | undefined = row && {
+      ...(row.job_id === null || row.job_id === undefined ? {} : { effect: toEffect(row) }),
+      highestToken: Number(row.highest_token),
+    };
+    return asAllowed(judge(state, request, now), ['fenced'], request);
+  }
+  // The job as it was before this request: unknown, or known with the highest token it had.
+  const job = fence === 'new' ? undefined : fence;
+  const { outcome, row } = await recordOnce(executor, stored, request.token, now);
+  if (outcome === 'conflict' && job) await restoreFence(executor, request.jobId, job.highestToken);
+  const state = job && { ...(outcome === 'applied' || !row ? {} : { effect: toEffect(row) }), ...job };
+  return asAllowed(judge(state, request, now), [outcome], request);
 }
 
 /** The rule's outcome, when it is one the write allows; otherwise the SQL and the rule disagree. */

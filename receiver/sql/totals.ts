@@ -20,17 +20,17 @@ const READ_QTY = `SELECT qty FROM ${TOTALS} WHERE id = 1`;
 /**
  * The applied effect counted in the totals, or a 400 that rolls the whole transaction back (the
  * effect, `apply`'s writes and the journal entry): a sum past 2^53 - 1 could not be reported exactly.
+ * An effect given no qty counts as an effect and adds nothing to the sum.
  */
 export async function addToTotals(executor: Executor, request: EffectRequest): Promise<void> {
-  const added = rowsOf(
-    await executor.raw(ADD.sql, ADD.bind({ qty: request.qty, room: Number.MAX_SAFE_INTEGER - request.qty })),
-  );
+  const qty = request.qty ?? 0;
+  const added = rowsOf(await executor.raw(ADD.sql, ADD.bind({ qty, room: Number.MAX_SAFE_INTEGER - qty })));
   if (added.length > 0) return;
   const row = rowsOf(await executor.raw(READ_QTY, []))[0];
   if (!row) throw new Error(`The receiver's ${TOTALS} table has no row; the database was changed by hand.`);
   throw new ReceiverError(
     'invalid_request',
-    `The effect for job "${request.jobId}" was not applied: its qty ${request.qty} would take the sum of applied quantities (${String(row.qty)}) past ${Number.MAX_SAFE_INTEGER}, which could not be reported exactly.`,
-    { jobId: request.jobId, qty: request.qty, totalQty: Number(row.qty) },
+    `The effect for job "${request.jobId}" was not applied: its qty ${qty} would take the sum of applied quantities (${String(row.qty)}) past ${Number.MAX_SAFE_INTEGER}, which could not be reported exactly.`,
+    { jobId: request.jobId, qty, totalQty: Number(row.qty) },
   );
 }

@@ -64,10 +64,10 @@ describe("the receiver's apply path", () => {
     const { judgement, journal } = await recorded;
     expect(judgement.outcome).toBe('applied');
     expect(applied).toBe(1);
-    expect(judgement.state.effect.appliedAt, 'appliedAt is read after the lock was released').toBeGreaterThanOrEqual(
+    expect(judgement.state.effect!.appliedAt, 'appliedAt is read after the lock was released').toBeGreaterThanOrEqual(
       releasedAt,
     );
-    expect(journal.at).toBe(judgement.state.effect.appliedAt);
+    expect(journal.at).toBe(judgement.state.effect!.appliedAt);
   });
 });
 

@@ -37,6 +37,11 @@ test("POST /effects' documented body and header accept and refuse what the route
     { token: '1e3', body: { jobId: 'c', qty: 1 } },
     { token: '99999999999999999', body: { jobId: 'c', qty: 1 } },
     { token: '7', body: { jobId: 'd', qty: 2 } },
+    { token: '7', body: { jobId: 'e', key: 'mail', body: { to: ['ann'] } } },
+    { token: '7', body: { jobId: 'e', key: 'charge', qty: 3, body: null } },
+    { token: '7', body: { jobId: 'f', key: '', qty: 1 } },
+    { token: '7', body: { jobId: 'f', key: 'k'.repeat(129), qty: 1 } },
+    { token: '7', body: { jobId: 'f', key: 7, qty: 1 } },
   ];
   for (const sample of samples) {
     const res = await request(app)

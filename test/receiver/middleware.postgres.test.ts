@@ -54,8 +54,14 @@ async function setup(apply: ApplyEffect<Knex.Transaction>, options: { retryBudge
 }
 
 /** Ships an order: takes a box, then tape, and records the shipment, all through `tx`. */
-async function shipOrder(effect: { jobId: string; qty: number }, tx: Knex.Transaction, afterBox?: () => Promise<void>) {
-  await tx('inventory').where({ item: 'box' }).decrement('qty', effect.qty);
+async function shipOrder(
+  effect: { jobId: string; qty?: number },
+  tx: Knex.Transaction,
+  afterBox?: () => Promise<void>,
+) {
+  await tx('inventory')
+    .where({ item: 'box' })
+    .decrement('qty', effect.qty ?? 0);
   await afterBox?.();
   await tx('inventory').where({ item: 'tape' }).decrement('qty', 1);
   await tx('shipments').insert({ job_id: effect.jobId, qty: effect.qty });

@@ -1,14 +1,22 @@
 // The receiver store conformance suite on PostgreSQL, each test in a schema of its own; plus a
 // heavier race than the suite's, since on PostgreSQL the writers really run at the same time.
 import { afterEach, describe, expect, test } from 'vitest';
-import { openPostgresEffectStore, recordEffect, type KnexEffectStore } from '../../receiver/index.js';
+import {
+  openPostgresEffectStore,
+  postgresEffectDialect,
+  recordEffect,
+  type KnexEffectStore,
+} from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
-import { testSchema } from '../helpers/postgres.js';
+import type { Knex } from 'knex';
+import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
+import { TEST_DATABASE_URL, testSchema } from '../helpers/postgres.js';
 import { effectStoreSuite, replayJournal } from './store.suite.js';
 
 const open: KnexEffectStore[] = [];
+const empty: Knex[] = [];
 afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
+  await Promise.all([...open.splice(0).map((s) => s.close()), ...empty.splice(0).map((k) => k.destroy())]);
 });
 
 async function openStore(url: string): Promise<KnexEffectStore> {
@@ -24,6 +32,13 @@ effectStoreSuite('postgres', async () => {
     store,
     openAnother: () => openStore(url),
     onStatement: (listener) => store.knex.on('query', (query: { sql: string }) => listener(query.sql)),
+    emptyDatabase: async () => {
+      const { schema } = testSchema('lh_rcv');
+      const knex = openPostgres({ ...parsePostgresUrl(TEST_DATABASE_URL), schema });
+      empty.push(knex);
+      await knex.raw(`CREATE SCHEMA "${schema}"`);
+      return { knex, dialect: postgresEffectDialect(10_000) };
+    },
   };
 });
 

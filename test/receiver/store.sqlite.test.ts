@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import { openSqlite } from '../../platform/sqlite.js';
 import { openSqliteEffectStore, RECEIVER_MIGRATIONS_TABLE } from '../../receiver/index.js';
+import { sqliteEffectDialect } from '../../receiver/sqlite-store.js';
 import { tempDir } from '../helpers/tmp.js';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -21,6 +22,11 @@ effectStoreSuite('sqlite', async () => {
     store,
     openAnother: open,
     onStatement: (listener) => store.knex.on('query', (query: { sql: string }) => listener(query.sql)),
+    emptyDatabase: async () => {
+      const db = openSqlite({ filename: join(tempDir('leasehold-receiver-empty-'), 'empty.sqlite') });
+      closeAfterTest(() => db.close());
+      return { knex: db.knex, dialect: sqliteEffectDialect(db) };
+    },
   };
 });
 
@@ -39,6 +45,7 @@ describe('receiver sqlite schema', () => {
     expect(tables.filter((t) => t !== 'sqlite_sequence').sort()).toEqual(
       [
         'receiver_effects',
+        'receiver_jobs',
         'receiver_journal',
         'receiver_totals',
         RECEIVER_MIGRATIONS_TABLE,
@@ -51,6 +58,7 @@ describe('receiver sqlite schema', () => {
       '003_index_journal_at',
       '004_job_id_256',
       '005_running_totals',
+      '006_effect_keys',
     ]);
   });
 });

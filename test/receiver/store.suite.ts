@@ -1,15 +1,19 @@
 // The receiver store conformance suite: recording, reads, reset and racing writers, against
 // any EffectStore. Each dialect's test file calls `effectStoreSuite`; there is no second copy.
+import type { Knex } from 'knex';
 import { describe, expect, test } from 'vitest';
 import {
   judge,
   recordEffect,
   type ApplyEffect,
+  type Effect,
+  type EffectDialect,
   type EffectStore,
   type JobState,
   type JournalEntry,
 } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
+import { keyedEffectsSuite } from './store-keys.suite.js';
 
 export interface EffectStoreHarness<Tx> {
   store: EffectStore<Tx>;
@@ -17,14 +21,24 @@ export interface EffectStoreHarness<Tx> {
   openAnother(): Promise<EffectStore<Tx>>;
   /** Calls `listener` for every statement `store` sends to the database, BEGIN and COMMIT included. */
   onStatement(listener: (sql: string) => void): void;
+  /** A knex handle on another, empty database (no table at all), closed after the test, and its dialect. */
+  emptyDatabase(): Promise<{ knex: Knex; dialect: EffectDialect }>;
 }
 
-/** Replays a journal through the pure rules: every recorded outcome must be what judge says. */
+/**
+ * Replays a journal through the pure rules: every recorded outcome must be what judge says, given
+ * the effect of the entry's (jobId, key) and its job's highest token, as the entries before left them.
+ */
 export function replayJournal(journal: JournalEntry[]): Array<{ seq: number; recorded: string; replayed: string }> {
-  const states = new Map<string, JobState>();
+  const highest = new Map<string, number>();
+  const effects = new Map<string, Effect>();
   return journal.map((entry) => {
-    const judgement = judge(states.get(entry.jobId), entry, entry.at);
-    states.set(entry.jobId, judgement.state);
+    const id = JSON.stringify([entry.jobId, entry.key ?? null]);
+    const highestToken = highest.get(entry.jobId);
+    const state = highestToken === undefined ? undefined : { effect: effects.get(id), highestToken };
+    const judgement = judge(state, entry, entry.at);
+    highest.set(entry.jobId, judgement.state.highestToken);
+    if (judgement.state.effect) effects.set(id, judgement.state.effect);
     return { seq: entry.seq, recorded: entry.outcome, replayed: judgement.outcome };
   });
 }
@@ -174,9 +188,10 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       expect(applied).toEqual(['a']);
     });
 
-    // The recording is one conditional write plus the journal entry; only a refused write adds
-    // a read, to explain it. A lone request runs in a transaction of its own.
-    test('statements per request: five when applied (the totals), four when duplicate, five when fenced or conflict', async () => {
+    // The recording is two conditional writes (the job's fence, then the effect) plus the journal
+    // entry; a refused fence adds a read, to explain it, and a refused effect a read and the write
+    // that puts the fence back. A lone request runs in a transaction of its own.
+    test('statements per request: six when applied (the totals), five when duplicate or fenced, seven when conflict', async () => {
       const { store, clock, onStatement } = await setup();
       const sent: string[] = [];
       onStatement((sql) => sent.push(sql));
@@ -197,12 +212,12 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
         costs.map(({ outcome, statements }) => ({ outcome, statements })),
         JSON.stringify(costs, null, 1),
       ).toEqual([
-        { outcome: 'applied', statements: 5 },
-        { outcome: 'duplicate', statements: 4 },
-        { outcome: 'duplicate', statements: 4 },
+        { outcome: 'applied', statements: 6 },
+        { outcome: 'duplicate', statements: 5 },
+        { outcome: 'duplicate', statements: 5 },
         { outcome: 'fenced', statements: 5 },
-        { outcome: 'conflict', statements: 5 },
-        { outcome: 'applied', statements: 5 },
+        { outcome: 'conflict', statements: 7 },
+        { outcome: 'applied', statements: 6 },
       ]);
     });
 
@@ -293,4 +308,6 @@ export function effectStoreSuite<Tx>(name: string, factory: () => Promise<Effect
       expect(mismatches).toEqual([]);
     });
   });
+
+  keyedEffectsSuite(name, factory);
 }

@@ -48,9 +48,20 @@ async function post(
   return { status: res.status, replayed: res.headers.get('idempotent-replayed'), body: await res.json() };
 }
 
+interface EffectRow {
+  job_id: string;
+  effect_key: string;
+  qty: number | null;
+  body: string | null;
+  token: number;
+}
+
 /** Every effect row and job row in the downstream's file, read with a connection of our own. */
-async function rows(db: string) {
-  const knex = openSqlite({ filename: db });
+async function rows(
+  db: string,
+): Promise<{ effects: EffectRow[]; jobs: Array<{ job_id: string; highest_token: number }> }> {
+  const database = openSqlite({ filename: db });
+  const { knex } = database;
   try {
     return {
       effects: await knex('effects')
@@ -59,7 +70,7 @@ async function rows(db: string) {
       jobs: await knex('jobs').select('job_id', 'highest_token').orderBy('job_id'),
     };
   } finally {
-    await knex.destroy();
+    await database.close();
   }
 }
 
