@@ -85,6 +85,7 @@ test.skipIf(curlVersion() === undefined)(
     );
 
     const skipped: string[] = [];
+    const typescript: string[] = [];
     const unmarked: string[] = [];
     const steps: Step[] = [];
     const scripts: Array<{ page: string; script: string }> = [];
@@ -101,6 +102,10 @@ test.skipIf(curlVersion() === undefined)(
             compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
           }).outputText;
           writeFileSync(join(project, file), js);
+          if (block.lang === 'ts') {
+            writeFileSync(join(project, block.example), block.code);
+            typescript.push(join(project, block.example));
+          }
           // `console.log(x); // <what it prints>`: the program must print that line.
           const prints = [...block.code.matchAll(/console\.log\(.*\);\s*\/\/ (.+)$/gm)].map((m) => m[1]!);
           const out = join(dir, `step-${steps.length}`);
@@ -133,6 +138,7 @@ test.skipIf(curlVersion() === undefined)(
     }
     console.log(`docs examples: ${steps.length} steps run; not run here:\n  ${skipped.join('\n  ')}`);
     expect(unmarked).toEqual([]);
+    expect(typeErrors(typescript)).toEqual([]);
     expect(steps.some((s) => s.command.includes('$G/send'))).toBe(true);
     expect(steps.some((s) => s.command.includes('$R/effects'))).toBe(true);
     expect(steps.some((s) => s.command.startsWith('npx leasehold audit'))).toBe(true);
@@ -186,3 +192,20 @@ test.skipIf(curlVersion() === undefined)(
     expect(problems, problems.join('\n')).toEqual([]);
   },
 );
+
+/** The TypeScript programs as a user's project compiles them, against the package's own types. */
+function typeErrors(files: string[]): string[] {
+  const program = ts.createProgram(files, {
+    noEmit: true,
+    strict: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    skipLibCheck: true,
+    types: ['node'],
+    typeRoots: [join(ROOT, 'node_modules', '@types')],
+  });
+  return ts
+    .getPreEmitDiagnostics(program)
+    .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+}
