@@ -2,7 +2,7 @@
 // totals from the receiver, over their HTTP APIs, and judge them with the audit's rules.
 // `leasehold audit` (main.ts) prints its report; tests and the demo call it directly.
 import { QueueClient } from '../queue/client.js';
-import type { Job } from '../queue/types.js';
+import type { JobSummary } from '../queue/types.js';
 import { ReceiverClient } from '../receiver/client.js';
 import { auditRules, type AuditedEffect, type AuditedJob, type AuditInput, type AuditReport } from './rules.js';
 
@@ -73,14 +73,15 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
   }
 }
 
+/** Every job, page by page, without payloads and results: what the audit reads is the same whatever jobs carry. */
 async function allJobs(queue: QueueClient, limit: number, call: { signal?: AbortSignal }): Promise<AuditedJob[]> {
   const jobs: AuditedJob[] = [];
   let after: string | undefined;
   for (;;) {
-    const page = await queue.list(after === undefined ? { limit } : { limit, after }, call);
-    jobs.push(...page.map(audited));
-    if (page.length < limit) return jobs;
-    after = page.at(-1)!.id;
+    const page = await queue.listSummaries(after === undefined ? { limit } : { limit, after }, call);
+    jobs.push(...page.jobs.map(audited));
+    if (page.next === null) return jobs;
+    after = page.next;
   }
 }
 
@@ -108,6 +109,6 @@ async function jobNow(queue: QueueClient, id: string, call: { signal?: AbortSign
   }
 }
 
-function audited(job: Job): AuditedJob {
+function audited(job: JobSummary): AuditedJob {
   return { id: job.id, qty: job.qty, status: job.status, token: job.token };
 }

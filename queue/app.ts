@@ -28,6 +28,7 @@ import {
   finishBody,
   heartbeatBody,
   jobIdParam,
+  LIST_MAX_BYTES,
   listQuery,
   releaseBody,
   retryBody,
@@ -202,8 +203,8 @@ export function createQueueApp({
   });
 
   app.get('/jobs', json, async (req, res) => {
-    const query = parse(listQuery, { ...req.query }, 'query string');
-    res.json({ jobs: await store.list(query) });
+    const { lean, ...query } = parse(listQuery, { ...req.query }, 'query string');
+    res.json(lean ? await store.listSummaries(query) : await store.listPage({ ...query, maxBytes: LIST_MAX_BYTES }));
   });
 
   app.get('/stats', json, async (_req, res) => {

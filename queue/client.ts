@@ -3,7 +3,22 @@
 // a call whose signal aborts rejects with the signal's reason.
 import { isQueueErrorCode, QueueError, type QueueErrorCode } from './errors.js';
 import { JsonPeer, type JsonPeerOptions, type PeerCallOptions } from '../platform/json-peer.js';
-import type { Job, JobStatus, Lease, RetryInput, Stats } from './types.js';
+import type { Job, JobPage, JobStatus, JobSummary, Lease, RetryInput, Stats } from './types.js';
+
+/** Which jobs a listing holds: of `status` when given, after the job `after`, at most `limit` (default 100). */
+export interface ListPageQuery {
+  status?: JobStatus;
+  limit?: number;
+  after?: string;
+}
+
+function listParams(query: ListPageQuery): URLSearchParams {
+  const params = new URLSearchParams();
+  if (query.status) params.set('status', query.status);
+  if (query.limit !== undefined) params.set('limit', String(query.limit));
+  if (query.after !== undefined) params.set('after', query.after);
+  return params;
+}
 
 // The error a client call throws, importable with the client alone (without the service's stores).
 export { QueueError, type QueueErrorCode } from './errors.js';
@@ -213,16 +228,27 @@ export class QueueClient extends JsonPeer<QueueError> {
     return (await this.answer<{ job: Job }>({ ...options, method: 'GET', path: ['jobs', id] })).job;
   }
 
-  /** Jobs in order of enqueue; `after` (the last id of the previous page) pages on. */
-  async list(
-    query: { status?: JobStatus; limit?: number; after?: string } = {},
-    options?: CallOptions,
-  ): Promise<Job[]> {
-    const params = new URLSearchParams();
-    if (query.status) params.set('status', query.status);
-    if (query.limit !== undefined) params.set('limit', String(query.limit));
-    if (query.after !== undefined) params.set('after', query.after);
-    return (await this.answer<{ jobs: Job[] }>({ ...options, method: 'GET', path: ['jobs'], query: params })).jobs;
+  /**
+   * One page of jobs in order of enqueue (`listPage`'s jobs). A page holds fewer than `limit`
+   * jobs when their payloads pass 16 MiB, so page on with `listPage` and its `next`.
+   */
+  async list(query: ListPageQuery = {}, options?: CallOptions): Promise<Job[]> {
+    return (await this.listPage(query, options)).jobs;
+  }
+
+  /**
+   * Up to `limit` jobs in order of enqueue, fewer when their payloads, results and errors pass
+   * 16 MiB, and `next`: the `after` of the page that follows, null after the last.
+   */
+  async listPage(query: ListPageQuery = {}, options?: CallOptions): Promise<JobPage<Job>> {
+    return this.answer<JobPage<Job>>({ ...options, method: 'GET', path: ['jobs'], query: listParams(query) });
+  }
+
+  /** Like listPage, but without payload, result and lastError: only `limit` cuts the page. */
+  async listSummaries(query: ListPageQuery = {}, options?: CallOptions): Promise<JobPage<JobSummary>> {
+    const params = listParams(query);
+    params.set('lean', 'true');
+    return this.answer<JobPage<JobSummary>>({ ...options, method: 'GET', path: ['jobs'], query: params });
   }
 
   async stats(options?: CallOptions): Promise<Stats> {

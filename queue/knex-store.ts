@@ -25,8 +25,19 @@ import {
   toLease,
 } from './rules.js';
 import type { ListQuery, QueueStore } from './store.js';
-import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, RetryInput, Stats } from './types.js';
-import { rowToJob, toJsonText } from './rows.js';
+import type {
+  Job,
+  JobPage,
+  JobStatus,
+  JobSummary,
+  LateFinishPolicy,
+  Lease,
+  NewJob,
+  Presented,
+  RetryInput,
+  Stats,
+} from './types.js';
+import { rowToJob, rowToSummary, toJsonText } from './rows.js';
 import { rowsOf, type Executor, type Row } from '../platform/sql.js';
 import { ClaimableSignal } from './claimable.js';
 import type { GroupCommitStats } from '../platform/group-commit.js';
@@ -73,6 +84,24 @@ export interface Dialect {
 
 const COLUMNS = `seq, id, qty, payload, status, owner, token, attempts, max_attempts, priority, lease_ms,
   lease_until, deadline, run_at, result, last_error, dead_reason, created_at, updated_at`;
+
+/** The columns of a JobSummary: all but payload, result and last_error. */
+const SUMMARY_COLUMNS = `seq, id, qty, status, owner, token, attempts, max_attempts, priority, lease_ms,
+  lease_until, deadline, run_at, dead_reason, created_at, updated_at`;
+
+/** What a job's large columns weigh as stored, in bytes: the measure of a listing's byte budget. */
+const WEIGHT =
+  'COALESCE(octet_length(payload), 0) + COALESCE(octet_length(result), 0) + COALESCE(octet_length(last_error), 0)';
+
+/** How many of the weights, in order, fit in `maxBytes`: one at least, when there is one. */
+function pageCut(weights: readonly number[], maxBytes: number): number {
+  let total = 0;
+  for (let i = 0; i < weights.length; i++) {
+    total += weights[i]!;
+    if (total > maxBytes) return Math.max(i, 1);
+  }
+  return weights.length;
+}
 
 /** The same guard as rules.staleReason, as SQL: leased, same token and owner, deadline ahead. */
 function guard(policy: LateFinishPolicy): string {
@@ -287,15 +316,51 @@ export class KnexQueueStore implements QueueStore {
   }
 
   async list(query: ListQuery): Promise<Job[]> {
-    const q = this.knex('queue_jobs').select(this.knex.raw(COLUMNS)).orderBy('seq').limit(query.limit);
-    if (query.status) q.where('status', query.status);
-    // Pages follow the order of enqueue; an id that names no job leaves nothing after it.
-    if (query.after !== undefined) q.where('seq', '>', this.knex('queue_jobs').select('seq').where('id', query.after));
     try {
-      return (await q).map(rowToJob);
+      return (await this.listed(query, query.limit).select(this.knex.raw(COLUMNS))).map(rowToJob);
     } catch (err) {
       return this.rethrow(err);
     }
+  }
+
+  async listPage(query: ListQuery & { maxBytes: number }): Promise<JobPage<Job>> {
+    try {
+      // The weights first, one more than the page, so the page is cut before a payload is read.
+      const weights = (await this.listed(query, query.limit + 1).select(
+        'seq',
+        this.knex.raw(`${WEIGHT} AS weight`),
+      )) as Array<{ seq: number | string; weight: number | string }>;
+      const taken = pageCut(
+        weights.slice(0, query.limit).map((row) => Number(row.weight)),
+        query.maxBytes,
+      );
+      if (taken === 0) return { jobs: [], next: null };
+      const last = weights[taken - 1]!.seq;
+      const rows = await this.listed(query, taken).select(this.knex.raw(COLUMNS)).where('seq', '<=', last);
+      const jobs = rows.map(rowToJob);
+      return { jobs, next: taken < weights.length && jobs.length > 0 ? jobs.at(-1)!.id : null };
+    } catch (err) {
+      return this.rethrow(err);
+    }
+  }
+
+  async listSummaries(query: ListQuery): Promise<JobPage<JobSummary>> {
+    try {
+      const rows = await this.listed(query, query.limit + 1).select(this.knex.raw(SUMMARY_COLUMNS));
+      const jobs = rows.slice(0, query.limit).map(rowToSummary);
+      return { jobs, next: rows.length > query.limit ? jobs.at(-1)!.id : null };
+    } catch (err) {
+      return this.rethrow(err);
+    }
+  }
+
+  /** Jobs in order of enqueue, of `status` when given, after the job `after`; up to `limit` rows. */
+  private listed(query: ListQuery, limit: number): Knex.QueryBuilder {
+    const q = this.knex('queue_jobs').orderBy('seq').limit(limit);
+    if (query.status) q.where('status', query.status);
+    // Pages follow the order of enqueue; an id that names no job leaves nothing after it.
+    if (query.after !== undefined) q.where('seq', '>', this.knex('queue_jobs').select('seq').where('id', query.after));
+    return q;
   }
 
   async stats(): Promise<Stats> {

@@ -84,7 +84,7 @@ export const QUEUE_OPERATIONS: readonly OperationDoc[] = [
       },
       204: { description: 'nothing became claimable within `waitMs`' },
     },
-    errors: ['queue_unavailable'],
+    errors: ['queue_unavailable', 'too_many_waiters'],
   },
   {
     method: 'post',
@@ -178,9 +178,18 @@ export const QUEUE_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'get',
     path: '/jobs',
-    summary: 'Jobs in order of enqueue; page on with `after`, the last id of the previous page.',
+    summary:
+      'Jobs in order of enqueue: at most `limit`, fewer when their payloads, results and errors pass 16 MiB; page on with `after` set to `next`. With `lean=true`, jobs without payload, result and lastError.',
     query: listQuery,
-    responses: { 200: { description: 'a page of jobs', schema: z.object({ jobs: z.array(Job) }) } },
+    responses: {
+      200: {
+        description: 'a page of jobs, and `next`: the `after` of the page that follows, null after the last',
+        schema: z.object({
+          jobs: z.array(z.union([Job, Job.omit({ payload: true, result: true, lastError: true })])),
+          next: z.string().nullable(),
+        }),
+      },
+    },
     errors: ['queue_unavailable'],
   },
   {

@@ -1,7 +1,7 @@
 // Rows of queue_jobs as the drivers return them, mapped to Jobs in one place: bigint columns
 // may arrive as strings (pg), payload and result are JSON text.
 import type { Row } from '../platform/sql.js';
-import type { DeadReason, Job, JobStatus } from './types.js';
+import type { DeadReason, Job, JobStatus, JobSummary } from './types.js';
 
 function num(value: unknown): number {
   return typeof value === 'number' ? value : Number(value);
@@ -17,6 +17,12 @@ export function toJsonText(value: unknown): string | null {
 
 function fromJsonText(value: unknown): unknown {
   return value === null || value === undefined ? null : JSON.parse(String(value));
+}
+
+/** A row read without its large columns (listSummaries), as a JobSummary. */
+export function rowToSummary(row: Row): JobSummary {
+  const { payload: _payload, result: _result, lastError: _lastError, ...summary } = rowToJob(row);
+  return summary;
 }
 
 /** The one place a row becomes a Job. */

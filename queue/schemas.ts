@@ -135,9 +135,20 @@ export const listQuery = z.strictObject({
         .max(1000, 'limit must be at most 1000'),
     )
     .default(100),
-  /** Pages on after this job (the last id of the previous page), in order of enqueue. */
+  /** Pages on after this job (the `next` of the previous page), in order of enqueue. */
   after: name('after').optional(),
+  /** `true`: jobs without payload, result and lastError, a page cut by `limit` alone. */
+  lean: z
+    .enum(['true', 'false'], { error: 'lean must be true or false' })
+    .transform((value) => value === 'true')
+    .optional(),
 });
+
+/**
+ * The most a page of `GET /jobs` holds of payloads, results and errors, as stored: with jobs of
+ * 1 MiB payloads a page holds 16 of them, whatever its `limit`, and `next` pages on.
+ */
+export const LIST_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * An enqueue body, already parsed with `enqueueBody`, as the store takes it. `sent` is the body

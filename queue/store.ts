@@ -1,7 +1,18 @@
 // The queue's storage port. The HTTP app and the worker-facing API speak only to this
 // interface; SQLite (embedded default) and PostgreSQL implement it with the same rules.
 import type { QueueError } from './errors.js';
-import type { Job, JobStatus, LateFinishPolicy, Lease, NewJob, Presented, RetryInput, Stats } from './types.js';
+import type {
+  Job,
+  JobPage,
+  JobStatus,
+  JobSummary,
+  LateFinishPolicy,
+  Lease,
+  NewJob,
+  Presented,
+  RetryInput,
+  Stats,
+} from './types.js';
 
 export interface ListQuery {
   status?: JobStatus | undefined;
@@ -64,7 +75,16 @@ export interface QueueStore {
    */
   verifyMany(presented: ReadonlyArray<Presented & { id: string }>): Promise<Array<Lease | QueueError>>;
   get(id: string): Promise<Job | null>;
+  /** Up to `limit` jobs in order of enqueue, bounded by count alone: for reads inside the service. */
   list(query: ListQuery): Promise<Job[]>;
+  /**
+   * A page of jobs in order of enqueue, cut before their payloads, results and errors (as stored)
+   * pass `maxBytes`, and holding one job at least: what `GET /jobs` answers, so that no answer
+   * grows with what the jobs carry. The large columns are weighed before they are read.
+   */
+  listPage(query: ListQuery & { maxBytes: number }): Promise<JobPage<Job>>;
+  /** A page of jobs without payload, result and lastError: bounded by count, whatever they carry. */
+  listSummaries(query: ListQuery): Promise<JobPage<JobSummary>>;
   stats(): Promise<Stats>;
   readonly latePolicy: LateFinishPolicy;
   /**

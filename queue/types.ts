@@ -10,6 +10,18 @@ export type StaleReason = 'not_leased' | 'token_mismatch' | 'owner_mismatch' | '
 
 export type LateFinishPolicy = 'reject' | 'if-unclaimed';
 
+/**
+ * A job without what may be large (payload, result, lastError): what the live page and the
+ * audit read, so that a listing of them costs the same whatever the jobs carry.
+ */
+export type JobSummary = Omit<Job, 'payload' | 'result' | 'lastError'>;
+
+/** One page of a listing, and the `after` of the page that follows (null when this is the last). */
+export interface JobPage<T> {
+  jobs: T[];
+  next: string | null;
+}
+
 export interface Job {
   id: string;
   qty: number;

@@ -5,7 +5,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import { systemClock, type Clock } from '../platform/clock.js';
 import { QueueError } from './errors.js';
 import type { QueueStore } from './store.js';
-import type { CurrentLease, Job, JobStatus, Lease, Presented, StaleReason, Stats } from './types.js';
+import type { CurrentLease, Job, JobStatus, JobSummary, Lease, Presented, StaleReason, Stats } from './types.js';
 import { UI_PAGE, UI_PAGE_HEADERS } from './ui-page.js';
 
 export interface QueueUiOptions {
@@ -168,10 +168,13 @@ export class QueueUi {
 
   private async read(now: number): Promise<UiState> {
     const stats = await this.store.stats();
+    // Without payloads and results: what the page shows costs the same whatever the jobs carry.
+    const listed = async (status: JobStatus, count: number, limit: number) =>
+      count > 0 ? (await this.store.listSummaries({ status, limit })).jobs : [];
     const [pending, leased, dead] = await Promise.all([
-      stats.pending > 0 ? this.store.list({ status: 'pending', limit: LISTED }) : [],
-      stats.leased > 0 ? this.store.list({ status: 'leased', limit: LEASES_LISTED }) : [],
-      stats.dead > 0 ? this.store.list({ status: 'dead', limit: LISTED }) : [],
+      listed('pending', stats.pending, LISTED),
+      listed('leased', stats.leased, LEASES_LISTED),
+      listed('dead', stats.dead, LISTED),
     ]);
     return {
       now,
@@ -198,7 +201,7 @@ export class QueueUi {
   }
 }
 
-function uiJob(job: Job): UiJob {
+function uiJob(job: JobSummary): UiJob {
   return {
     id: job.id,
     qty: job.qty,

@@ -79,9 +79,9 @@ test('a job enqueued after the listing was read is not taken for an unknown one'
   await run('a', 1);
   const listing = new QueueClient(queue.url);
   closers.push(() => listing.close());
-  const list = listing.list.bind(listing);
+  const list = listing.listSummaries.bind(listing);
   // The receiver gets an effect for a job enqueued just after the queue's listing was read.
-  listing.list = async (...args) => {
+  listing.listSummaries = async (...args) => {
     const page = await list(...args);
     await jobs.enqueue({ id: 'late', qty: 2 });
     const lease = (await jobs.claim('w2'))!;
@@ -91,4 +91,23 @@ test('a job enqueued after the listing was read is not taken for an unknown one'
   const report = await audit({ queue: listing, receiver: receiver.url });
   expect(report.violations).toEqual([]);
   expect(report.counts.effectsOfUnfinishedJobs).toBe(1);
+});
+
+test('the audit reads jobs without their payloads and results: jobs of 1 MB payloads cost it no more than empty ones', async () => {
+  const { queue, receiver, effects, jobs } = await setup();
+  const payload = 'x'.repeat(1_000_000);
+  for (let i = 0; i < 6; i++) {
+    const id = `heavy-${i}`;
+    await jobs.enqueue({ id, qty: 1, payload });
+    const lease = (await jobs.claim('w1'))!;
+    await effects.record({ jobId: id, qty: 1 }, { token: lease.token });
+    await jobs.finish(id, { owner: 'w1', token: lease.token, result: { echo: payload } });
+  }
+  // A client that takes answers of at most 64 KiB: one job with its payload would not fit.
+  const small = new QueueClient(queue.url, { maxAnswerBytes: 64 * 1024 });
+  closers.push(() => small.close());
+  await expect(small.get('heavy-0')).rejects.toMatchObject({ code: 'queue_unavailable' });
+  const report = await audit({ queue: small, receiver: receiver.url, pageSize: 4 });
+  expect(report.violations).toEqual([]);
+  expect(report.counts).toMatchObject({ jobs: 6, done: 6, effects: 6 });
 });

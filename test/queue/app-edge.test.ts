@@ -1,15 +1,18 @@
 // What the queue's edge refuses before a route spends anything on a request: a caller without
 // the key is 401 before any body is read, `GET /healthz` alone excepted; an unknown route or
 // method is 404 whatever its body; a payload with a `__proto__` key or too many keys is 400; and
-// long-polling claims beyond the cap are 503 at once. Each changes nothing.
+// long-polling claims beyond the cap are 503 at once. Each changes nothing. And a listing's page
+// is bounded by bytes as well as by count, on a real SQLite file with 1 MB payloads.
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterEach, describe, expect, test } from 'vitest';
 import { MAX_JSON_KEYS } from '../../platform/http-edge.js';
 import { createQueueApp, openSqliteQueueStore } from '../../queue/index.js';
+import { LIST_MAX_BYTES } from '../../queue/schemas.js';
 import { fakeClock } from '../helpers/clock.js';
 import { tempDir } from '../helpers/tmp.js';
 import { expectError } from './app-setup.js';
+import { newJobInput } from './store.suite.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -29,7 +32,7 @@ async function setup(options: { apiKey?: string; maxClaimWaiters?: number } = {}
   const http = () => request(app);
   const auth = options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` };
   const stats = async () => (await http().get('/stats').set(auth)).body as Record<string, number>;
-  return { http, auth, stats };
+  return { http, auth, stats, store };
 }
 
 describe('queue edge: the key before the body', () => {
@@ -128,6 +131,44 @@ describe('queue edge: payload shapes', () => {
       .post('/jobs')
       .send({ qty: 1, payload: Array.from({ length: 20_000 }, () => 'a:"b\\":c') });
     expect(strings.status).toBe(201);
+  });
+});
+
+describe('queue edge: listings bounded by bytes', () => {
+  test('GET /jobs?limit=1000 over jobs of 1 MB payloads is a page cut at 16 MiB with next; lean=true lists them all without payloads', async () => {
+    const { http, store } = await setup();
+    const payload = 'x'.repeat(1_000_000);
+    const ids = Array.from({ length: 40 }, (_, i) => `big-${String(i).padStart(2, '0')}`);
+    for (const id of ids) await store.enqueue(newJobInput({ id, payload }));
+
+    const first = await http().get('/jobs?limit=1000');
+    expect(first.status).toBe(200);
+    // 16 payloads of 1,000,002 bytes of JSON text fit in 16 MiB; a 17th would not.
+    expect(first.body.jobs).toHaveLength(Math.floor(LIST_MAX_BYTES / 1_000_002));
+    expect(first.body.jobs[0].payload).toBe(payload);
+    expect(first.body.next).toBe(first.body.jobs.at(-1).id);
+    expect(first.text.length).toBeLessThan(LIST_MAX_BYTES + 64 * 1024);
+    const seen: string[] = first.body.jobs.map((job: { id: string }) => job.id);
+    for (let after = first.body.next as string | null; after !== null;) {
+      const page = await http().get(`/jobs?limit=1000&after=${after}`);
+      expect(page.status).toBe(200);
+      seen.push(...page.body.jobs.map((job: { id: string }) => job.id));
+      after = page.body.next;
+    }
+    expect(seen).toEqual(ids);
+
+    const lean = await http().get('/jobs?limit=1000&lean=true');
+    expect(lean.status).toBe(200);
+    expect(lean.body.jobs.map((job: { id: string }) => job.id)).toEqual(ids);
+    expect(lean.body.next).toBeNull();
+    expect(lean.body.jobs[0]).not.toHaveProperty('payload');
+    expect(lean.text.length).toBeLessThan(40 * 1024);
+    expectError(await http().get('/jobs?lean=yes'), 400, 'invalid_request');
+    // The live page reads the lean listing too.
+    const ui = await http().get('/ui/state');
+    expect(ui.status).toBe(200);
+    expect(ui.body.jobs.pending).toHaveLength(20);
+    expect(ui.text.length).toBeLessThan(64 * 1024);
   });
 });
 

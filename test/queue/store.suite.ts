@@ -541,6 +541,49 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
       expect((await store.list({ limit: 2 })).map((j) => j.id)).toEqual(['a', 'b']);
     });
 
+    test('listPage cuts where payloads, results and errors pass maxBytes, one job at least, with next; listSummaries leaves them out', async () => {
+      const { store, enqueue, claim } = await setup();
+      const text = 'x'.repeat(1_000);
+      // Each payload is {"text":"x...x"}: 1011 bytes of JSON text.
+      for (const id of ['a', 'b', 'c', 'd', 'e']) await enqueue({ id, payload: { text } });
+      const ids = (page: { jobs: Array<{ id: string }>; next: string | null }) => [
+        page.jobs.map((j) => j.id),
+        page.next,
+      ];
+      const first = await store.listPage({ limit: 10, maxBytes: 2_500 });
+      expect(ids(first)).toEqual([['a', 'b'], 'b']);
+      expect(first.jobs[0]!.payload).toEqual({ text });
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 2_500, after: 'b' }))).toEqual([['c', 'd'], 'd']);
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 2_500, after: 'd' }))).toEqual([['e'], null]);
+      // Exactly at the budget the job is in; a job heavier than the whole budget comes alone.
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 2_022 }))).toEqual([['a', 'b'], 'b']);
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 2_021 }))).toEqual([['a'], 'a']);
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 1 }))).toEqual([['a'], 'a']);
+      // The count still cuts, and says so.
+      expect(ids(await store.listPage({ limit: 2, maxBytes: 1_000_000 }))).toEqual([['a', 'b'], 'b']);
+      expect(ids(await store.listPage({ limit: 5, maxBytes: 1_000_000 }))).toEqual([['a', 'b', 'c', 'd', 'e'], null]);
+      // A result and an error weigh too.
+      const a = await claim();
+      await store.finish(a.id, a, { text: 'y'.repeat(3_000) });
+      const b = await claim();
+      await store.fail(b.id, b, 'z'.repeat(2_000), 0);
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 4_100 }))).toEqual([['a'], 'a']);
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 4_100, after: 'a' }))).toEqual([['b', 'c'], 'c']);
+      expect(ids(await store.listPage({ status: 'pending', limit: 10, maxBytes: 4_100 }))).toEqual([['b', 'c'], 'c']);
+      expect(ids(await store.listPage({ limit: 10, maxBytes: 1_000, after: 'zzz' }))).toEqual([[], null]);
+
+      const lean = await store.listSummaries({ limit: 3 });
+      expect(ids(lean)).toEqual([['a', 'b', 'c'], 'c']);
+      expect(lean.jobs[0]).toMatchObject({ id: 'a', status: 'done', owner: 'w1', token: 1, qty: 1 });
+      for (const job of lean.jobs) {
+        expect(job).not.toHaveProperty('payload');
+        expect(job).not.toHaveProperty('result');
+        expect(job).not.toHaveProperty('lastError');
+      }
+      expect(ids(await store.listSummaries({ status: 'pending', limit: 10 }))).toEqual([['b', 'c', 'd', 'e'], null]);
+      expect(ids(await store.listSummaries({ limit: 10, after: 'c' }))).toEqual([['d', 'e'], null]);
+    });
+
     describe('job lifecycle: release, cancel, retry', () => {
       test('release gives the job back: pending now, the attempt returned, and the next claim gets token + 1', async () => {
         const { store, enqueue, claim, clock, job } = await setup();
