@@ -2,11 +2,13 @@
 // What hostile bodies cost everyone else: one `leasehold queue` process with an API key, its
 // `GET /healthz` latency measured while (1) 20 callers without the key each post a 1 MiB body,
 // to `/healthz` and to a keyed route, and (2) 8 keyed callers each enqueue a 1 MiB payload of
-// 90,000 keys at once. Needs `npm run build` first.
+// 90,000 keys at once. With --listing, instead: 560 jobs of 1 MB payloads, and what one
+// `GET /jobs?limit=1000` answers and costs the queue (its time, size, and the process's peak
+// resident memory). Needs `npm run build` first.
 //
-//   node scripts/edge-cost.mjs [--rounds 5]
+//   node scripts/edge-cost.mjs [--rounds 5] [--listing]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -84,25 +86,68 @@ const cases = {
     Promise.all(Array.from({ length: 8 }, (_, i) => send('POST', '/jobs', keyed, manyKeys(`k${i}`)))),
 };
 
-try {
-  await send('GET', '/healthz', {});
-  for (const [name, load] of Object.entries(cases)) {
-    const maxes = [];
-    const medians = [];
-    let statuses;
-    for (let round = 0; round < rounds; round++) {
-      const running = load();
-      const { max, median } = await healthzWhile(running);
-      statuses = [...new Set(await running)].join(',');
-      maxes.push(max);
-      medians.push(median);
-    }
-    maxes.sort((a, b) => a - b);
-    const shown = (ms) => `${ms.toFixed(1)} ms`;
-    console.log(
-      `${name}: answered ${statuses}; GET /healthz slowest ${shown(maxes[Math.floor(rounds / 2)])} (median of ${rounds} rounds, worst ${shown(maxes.at(-1))}), typical ${shown(medians.sort((a, b) => a - b)[Math.floor(rounds / 2)])}`,
+/** GET `path` with the key: status, bytes and milliseconds. */
+function measure(path) {
+  return new Promise((done, fail) => {
+    const started = performance.now();
+    const req = request({ host: base.hostname, port: base.port, path, headers: keyed, agent: false }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk) => (bytes += chunk.length));
+      res.on('end', () => done({ status: res.statusCode, bytes, ms: performance.now() - started }));
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
+
+/** The queue process's peak resident memory so far, in MiB (Linux). */
+function peakMiB() {
+  const status = readFileSync(`/proc/${queue.pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+async function listing() {
+  const payload = 'x'.repeat(1_000_000);
+  for (let i = 0; i < 560; i += 8) {
+    await Promise.all(
+      Array.from({ length: 8 }, (_, j) =>
+        send('POST', '/jobs', keyed, Buffer.from(JSON.stringify({ id: `big-${i + j}`, qty: 1, payload }))),
+      ),
     );
   }
+  const before = peakMiB();
+  const full = await measure('/jobs?limit=1000');
+  const lean = await measure('/jobs?limit=1000&lean=true');
+  console.log(
+    `GET /jobs?limit=1000 over 560 jobs of 1 MB: ${full.status}, ${(full.bytes / 2 ** 20).toFixed(1)} MiB in ${full.ms.toFixed(0)} ms; ` +
+      `lean=true: ${lean.status}, ${(lean.bytes / 1024).toFixed(0)} KiB in ${lean.ms.toFixed(0)} ms; ` +
+      `queue peak RSS ${before.toFixed(0)} MiB after seeding, ${peakMiB().toFixed(0)} MiB after both`,
+  );
+}
+
+try {
+  await send('GET', '/healthz', {});
+  if (process.argv.includes('--listing')) {
+    await listing();
+    process.exitCode = 0;
+  } else
+    for (const [name, load] of Object.entries(cases)) {
+      const maxes = [];
+      const medians = [];
+      let statuses;
+      for (let round = 0; round < rounds; round++) {
+        const running = load();
+        const { max, median } = await healthzWhile(running);
+        statuses = [...new Set(await running)].join(',');
+        maxes.push(max);
+        medians.push(median);
+      }
+      maxes.sort((a, b) => a - b);
+      const shown = (ms) => `${ms.toFixed(1)} ms`;
+      console.log(
+        `${name}: answered ${statuses}; GET /healthz slowest ${shown(maxes[Math.floor(rounds / 2)])} (median of ${rounds} rounds, worst ${shown(maxes.at(-1))}), typical ${shown(medians.sort((a, b) => a - b)[Math.floor(rounds / 2)])}`,
+      );
+    }
 } finally {
   queue.kill('SIGTERM');
   await new Promise((r) => queue.once('exit', r));
