@@ -2,3 +2,4 @@
 export function sourceFolders(root: string): string[];
 export function staleReason(root: string): string | undefined;
 export function pruneOrphans(root: string): string[];
+export function markBinsExecutable(root: string): string[];

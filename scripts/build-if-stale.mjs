@@ -4,7 +4,7 @@
 // first, so dist/ (and a packed tarball) holds exactly what the sources build to. `npm run
 // demo`, `npm start` and `npm pack` run it: tsc takes most of a minute on a small machine.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +56,23 @@ export function staleReason(root) {
   return undefined;
 }
 
+/**
+ * Makes the package's `bin` files executable; returns the ones it marked. tsc writes them 0644, and
+ * npm marks a bin only at install time, when a fresh clone has no dist/ yet: without this,
+ * `npx leasehold` after `npm ci && npm run build` is "Permission denied".
+ */
+export function markBinsExecutable(root) {
+  const { bin = {} } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const files = typeof bin === 'string' ? [bin] : Object.values(bin);
+  return files
+    .map((file) => join(root, file))
+    .filter((file) => existsSync(file))
+    .map((file) => {
+      chmodSync(file, 0o755);
+      return relative(root, file);
+    });
+}
+
 /** Removes what tsc wrote for sources that no longer exist; returns what was removed. */
 export function pruneOrphans(root) {
   const live = new Set(sources(root).map((source) => source.split(sep).join('/')));
@@ -77,11 +94,13 @@ function main() {
   const reason = staleReason(root);
   if (reason === undefined) {
     console.error('build-if-stale: dist/ is current; not rebuilding');
+    markBinsExecutable(root);
     return 0;
   }
   console.error(`build-if-stale: building dist/ (${reason})`);
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const built = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  if (built.status === 0) markBinsExecutable(root);
   return built.status ?? 1;
 }
 

@@ -36,7 +36,8 @@ describe('long-poll claims', () => {
     closers.push(() => waiters.close());
     const first = waiters.claim('w1', 5_000, 1, 20_000);
     const second = waiters.claim('w2', 5_000, 1, 20_000);
-    await sleep(50);
+    // Both are waiting once their first look found nothing; on a loaded machine that takes a while.
+    for (const until = Date.now() + 10_000; waiters.waiting < 2 && Date.now() < until;) await sleep(10);
     expect(waiters.waiting).toBe(2);
     const refused = await waiters.claim('w3', 5_000, 1, 20_000).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(QueueError);

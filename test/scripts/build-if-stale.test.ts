@@ -1,9 +1,9 @@
 // scripts/build-if-stale.mjs decides from file times alone whether dist/ must be built again,
 // and removes outputs whose sources are gone; here on a small tree of its own.
-import { mkdirSync, utimesSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdirSync, utimesSync, writeFileSync, existsSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect, test } from 'vitest';
-import { pruneOrphans, staleReason } from '../../scripts/build-if-stale.mjs';
+import { markBinsExecutable, pruneOrphans, staleReason } from '../../scripts/build-if-stale.mjs';
 import { tempDir } from '../helpers/tmp.js';
 
 /** A tree with sources in queue/ and cli/, built at `builtAt` (seconds), sources written at 100. */
@@ -61,4 +61,12 @@ test('outputs whose source is gone are removed; the rest stay', () => {
   rmSync(join(root, 'queue/app.ts'));
   expect(pruneOrphans(root).sort()).toEqual(['dist/queue/app.d.ts', 'dist/queue/app.js', 'dist/queue/app.js.map']);
   expect(staleReason(root)).toBeUndefined();
+});
+
+test("the package's bin files are made executable: tsc writes them 0644 and npm marks them only at install", () => {
+  const { root, write } = tree();
+  write('package.json', 100, JSON.stringify({ bin: { leasehold: 'dist/cli/leasehold.js', gone: 'dist/cli/gone.js' } }));
+  expect(statSync(join(root, 'dist/cli/leasehold.js')).mode & 0o111).toBe(0);
+  expect(markBinsExecutable(root)).toEqual([join('dist', 'cli', 'leasehold.js')]);
+  expect((statSync(join(root, 'dist/cli/leasehold.js')).mode & 0o777).toString(8)).toBe('755');
 });

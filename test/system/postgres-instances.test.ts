@@ -200,7 +200,8 @@ test('two queues and two receivers on one PostgreSQL database: one lease at a ti
   const { effects } = await getJson<{ effects: Array<{ jobId: string; qty: number }> }>(`${receivers[0]}/effects`);
   expect(effects.filter((e) => qtyOf.get(e.jobId) !== e.qty)).toEqual([]);
   for (const queue of queues) expect(await queue.stats()).toEqual({ pending: 0, leased: 0, done: JOBS, dead: 0 });
-  expect(elapsedMs, 'time the workers took').toBeLessThan(20_000);
+  // No worker waited on another's lock for long: minutes would mean serialised claims; a loaded machine takes tens of seconds.
+  expect(elapsedMs, 'time the workers took').toBeLessThan(45_000);
   // The end-to-end audit agrees, whichever queue and receiver it asks: both share one database.
   const report = await audit({ queue: started[1]!.url, receiver: receivers[0]! });
   expect(report.violations, formatAudit(report).join('\n')).toEqual([]);
