@@ -1,13 +1,26 @@
-// Keeps one lease alive while its handler runs, and decides when it is lost: the queue refused
-// a renewal, or no renewal succeeded before the worker's estimate of the lease's end. A loss
-// stops renewals and new sends at once, and aborts the handler's signal.
-import { setTimeout as delay } from 'node:timers/promises';
-import type { TimerHandle, Timers } from '../platform/clock.js';
+// Keeps one lease alive while its handler runs, and owns its loss. The lease moves through one
+// state machine (`nextLeaseState` in rules.ts: claimed, held, settling, then lost or ended), and
+// `lose` is the one place a loss is decided and reported: a renewal, a send or a finish that is
+// refused reports it here, as does the estimate of the lease's end. A loss stops renewals and
+// new sends at once, and aborts the handler's signal once the sends on their way have answered.
+import type { TimerHandle } from '../platform/clock.js';
 import type { Lease } from '../queue/types.js';
 import { LeaseLostError, type LossDuring } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import type { ResolvedWorkerOptions } from './options.js';
-import { estimateLeaseEnd, mayBeCancelled, refusalOf, refusedEvent, withDeadReason, type Refusal } from './rules.js';
+import {
+  estimateLeaseEnd,
+  leaseIsShort,
+  mayBeCancelled,
+  nextLeaseState,
+  refusalOf,
+  refusedEvent,
+  withDeadReason,
+  type LeaseState,
+  type LeaseStep,
+  type Refusal,
+} from './rules.js';
+import type { SendTimes } from './send-times.js';
 import type { ClaimedLease, QueueApi } from './types.js';
 
 export interface KeeperDeps {
@@ -15,30 +28,34 @@ export interface KeeperDeps {
   options: Pick<ResolvedWorkerOptions, 'leaseMs' | 'heartbeatMs' | 'retryMs' | 'sendGraceMs' | 'clock' | 'timers'>;
   /** Renewals, and the read that tells a cancel from another end of the job. */
   renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
+  /** How long the worker's sends take: a send on a lease with less left renews first. */
+  sendTimes: SendTimes;
   emit(event: WorkerEventBody): void;
 }
 
+type Standing = { state: Exclude<LeaseState, 'lost'> } | { state: 'lost'; loss: LeaseLostError };
+
 export class LeaseKeeper {
+  private standing: Standing = { state: 'claimed' };
   private current: Lease;
   private estimatedEnd: number;
-  private loss: LeaseLostError | undefined;
-  /** Aborted the moment the lease is lost: ends the keeper's own waits. */
-  private readonly lossController = new AbortController();
+  /** When the next timer renewal is due, on the worker's clock. */
+  private beatAt = Infinity;
+  /**
+   * The keeper's one timer: while held, the next timer renewal or the estimated end, whichever
+   * comes first (only the end while a renewal is in flight); once lost, the send grace. On the
+   * worker's clock's timers: a test's manual clock moves it too.
+   */
+  private timer: TimerHandle | undefined;
   /** The handler's signal: aborted on loss once no send is on its way, or after the grace. */
   private readonly handlerController = new AbortController();
-  /** The worker's clock's timers: a test's manual clock moves renewals and losses too. */
-  private readonly timers: Timers;
-  private heartbeatTimer: TimerHandle | undefined;
-  private deadlineTimer: TimerHandle | undefined;
-  private graceTimer: TimerHandle | undefined;
   private renewing: Promise<Lease> | undefined;
   private sendsInFlight = 0;
-  private sendsSettled: Array<() => void> = [];
-  private stopped = false;
+  /** Woken at each change: a step, a renewal's answer, the last send's answer. */
+  private waiters: Array<() => void> = [];
 
   constructor(private readonly deps: KeeperDeps) {
     const { claimed, options } = deps;
-    this.timers = options.timers;
     this.current = claimed.lease;
     // A claim that waited at the queue was made at some moment of the wait, so "sent + leaseMs"
     // may already be past. Such a lease is renewed before its handler starts (`renewFirst`);
@@ -62,7 +79,7 @@ export class LeaseKeeper {
   }
 
   get lost(): LeaseLostError | undefined {
-    return this.loss;
+    return this.standing.state === 'lost' ? this.standing.loss : undefined;
   }
 
   /** The worker's estimate of `leaseUntil`, on its own clock. */
@@ -70,16 +87,16 @@ export class LeaseKeeper {
     return this.estimatedEnd;
   }
 
+  /** The handler starts: the lease is renewed on its timer from now on. */
   start(): void {
-    this.armHeartbeat(this.deps.options.heartbeatMs);
-    this.armDeadline();
+    this.step('start');
+    this.beatIn(this.deps.options.heartbeatMs);
   }
 
   /** Renews now; a failed attempt is retried until one succeeds or the lease is lost. */
   async renew(stage?: string): Promise<Lease> {
     for (;;) {
-      if (this.loss) throw this.loss;
-      if (this.stopped) throw new Error(`The job "${this.current.id}" is over; its lease is no longer renewed.`);
+      this.mustBeHeld('renewed');
       // One renewal at a time: wait for the one in flight, then send a fresh one for this stage.
       if (this.renewing) {
         await this.renewing.catch(() => {});
@@ -90,36 +107,53 @@ export class LeaseKeeper {
       } catch (err) {
         if (err instanceof LeaseLostError) throw err;
       }
-      await delay(this.deps.options.retryMs, undefined, { signal: this.lossController.signal }).catch(() => {});
+      await this.changed(this.deps.options.retryMs);
     }
   }
 
   /**
-   * Runs one send. A send checks the lease before it starts; once started it is on its way,
-   * and a loss meanwhile does not cut it at once: the gateway verifies the token itself, so
-   * cutting the request would protect nothing and lose its answer. The handler's signal aborts
-   * when the last such send has answered, or after `sendGraceMs`.
+   * Runs one send. A lease shorter than a send needs (`leaseIsShort`) is renewed first. A send
+   * checks the lease before it starts; once started it is on its way, and a loss meanwhile
+   * does not cut it at once: the gateway verifies the token itself, so cutting the request
+   * would protect nothing and lose its answer. The handler's signal aborts when the last such
+   * send has answered, or after `sendGraceMs`.
    */
   async send<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (this.loss) throw this.loss;
-    if (this.handlerController.signal.aborted) throw this.handlerController.signal.reason;
-    if (this.stopped) throw new Error(`The job "${this.current.id}" is over; nothing more is sent under its lease.`);
+    const { clock, heartbeatMs } = this.deps.options;
+    const { sendTimes } = this.deps;
+    this.mustBeHeld('sent');
+    const leftMs = this.estimatedEnd - clock.now();
+    if (leaseIsShort({ leftMs, heartbeatMs, expectedSendMs: sendTimes.expectedMs })) await this.renew('sending');
+    this.mustBeHeld('sent');
+    const signal = this.handlerController.signal;
     this.sendsInFlight += 1;
+    const startedAt = clock.now();
     try {
-      return await run(this.handlerController.signal);
+      const answer = await run(signal);
+      sendTimes.record(clock.now() - startedAt);
+      return answer;
     } finally {
       this.sendsInFlight -= 1;
       if (this.sendsInFlight === 0) {
-        if (this.loss) this.abortHandler();
-        for (const settled of this.sendsSettled.splice(0)) settled();
+        if (this.lost) this.abortHandler();
+        this.notify();
       }
     }
   }
 
-  /** Records a refusal of this lease (by the queue, the gateway or the receiver) as its loss. */
+  /** Reports a refusal of this lease (by the queue, the gateway or the receiver): the lease is lost. */
   refused(refusal: Refusal, during: LossDuring): LeaseLostError {
-    this.lose(this.lossOf(refusal.reason, during, refusal));
-    return this.loss!;
+    return this.lose(this.lossOf(refusal.reason, during, refusal));
+  }
+
+  /** Reports a finish or fail that got no answer while the lease may still have been the worker's. */
+  unreachable(during: 'finish' | 'fail' | 'release'): LeaseLostError {
+    return this.lose(this.lossOf('queue_unreachable', during));
+  }
+
+  /** Reports that the queue took the finish, fail or release (or a release was given up). */
+  settled(): void {
+    this.step('settle');
   }
 
   /**
@@ -137,86 +171,23 @@ export class LeaseKeeper {
     if (!this.handlerController.signal.aborted) this.handlerController.abort(reason);
   }
 
-  /** Stops renewing, then waits for a renewal and any send still on its way, so their answers count. */
+  /**
+   * The handler is over: renewals stop and the lease is settling (or stays lost). Waits for a
+   * renewal and any send still on its way, so their answers count.
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.timers.clearTimer(this.heartbeatTimer);
-    this.timers.clearTimer(this.deadlineTimer);
-    while (this.renewing) await this.renewing.catch(() => {});
-    if (this.sendsInFlight > 0) await new Promise<void>((resolve) => this.sendsSettled.push(resolve));
-    this.timers.clearTimer(this.graceTimer);
+    this.step('stop');
+    while (this.renewing || this.sendsInFlight > 0) await this.changed();
   }
 
-  private renewOnce(stage?: string): Promise<Lease> {
-    const { id, owner, token } = this.current;
-    const sentAt = this.deps.options.clock.now();
-    const attempt = this.deps.renewals.heartbeat(id, { owner, token }).then(
-      (lease) => {
-        // A renewal that lands after the loss was decided does not revive the lease.
-        if (this.loss) throw this.loss;
-        this.current = { ...this.current, leaseUntil: lease.leaseUntil };
-        this.estimatedEnd = estimateLeaseEnd(sentAt, this.deps.options.leaseMs, lease);
-        this.deps.emit({ event: 'renewed', job: id, token, leaseUntil: lease.leaseUntil, ...(stage ? { stage } : {}) });
-        this.armDeadline();
-        this.armHeartbeat(this.deps.options.heartbeatMs);
-        return this.current;
-      },
-      async (err: unknown) => {
-        const refusal = refusalOf(err);
-        if (refusal) {
-          this.deps.emit(refusedEvent('renew', id, token, refusal));
-          throw this.refused(await this.explain(refusal), 'renew');
-        }
-        this.deps.emit({
-          event: 'call_failed',
-          op: 'renew',
-          job: id,
-          token,
-          error: err instanceof Error ? err.message : String(err),
-        });
-        throw err;
-      },
-    );
-    this.renewing = attempt;
-    const done = () => {
-      if (this.renewing === attempt) this.renewing = undefined;
-    };
-    attempt.then(done, done);
-    return attempt;
-  }
-
-  private beat(): void {
-    this.heartbeatTimer = undefined;
-    // Whoever has a renewal in flight re-arms the timer when it answers.
-    if (this.stopped || this.loss || this.renewing) return;
-    this.renewOnce().catch((err: unknown) => {
-      if (!(err instanceof LeaseLostError)) this.armHeartbeat(this.deps.options.retryMs);
-    });
-  }
-
-  private armHeartbeat(ms: number): void {
-    this.timers.clearTimer(this.heartbeatTimer);
-    if (this.stopped || this.loss) return;
-    this.heartbeatTimer = this.timers.setTimer(() => this.beat(), ms);
-  }
-
-  /** No renewal succeeded before the estimated end: the lease must be taken as gone. */
-  private armDeadline(): void {
-    this.timers.clearTimer(this.deadlineTimer);
-    if (this.stopped || this.loss) return;
-    const ms = Math.max(0, this.estimatedEnd - this.deps.options.clock.now());
-    this.deadlineTimer = this.timers.setTimer(() => this.lose(this.lossOf('not_renewed', 'renew')), ms);
-  }
-
-  private lose(loss: LeaseLostError): void {
-    if (this.loss) {
+  /** The one place a loss is decided: reported once as a `lost` event, whoever found it. */
+  private lose(loss: LeaseLostError): LeaseLostError {
+    if (this.standing.state === 'lost') {
       // The queue's refusal explains a loss first noticed by the clock better: keep its words.
-      if (!this.loss.confirmed && loss.confirmed) this.loss = loss;
-      return;
+      if (!this.standing.loss.confirmed && loss.confirmed) this.standing.loss = loss;
+      return this.standing.loss;
     }
-    this.loss = loss;
-    this.timers.clearTimer(this.heartbeatTimer);
-    this.timers.clearTimer(this.deadlineTimer);
+    this.step('lose', loss);
     this.deps.emit({
       event: 'lost',
       job: loss.jobId,
@@ -226,14 +197,117 @@ export class LeaseKeeper {
       ...(loss.current ? { current: loss.current } : {}),
       error: loss.message,
     });
-    this.lossController.abort(loss);
     if (this.sendsInFlight === 0) this.abortHandler();
-    else this.graceTimer = this.timers.setTimer(() => this.abortHandler(), this.deps.options.sendGraceMs);
+    else this.timer = this.deps.options.timers.setTimer(() => this.abortHandler(), this.deps.options.sendGraceMs);
+    return loss;
+  }
+
+  /** Moves the lease along the state machine; a step it does not take is a defect in the worker. */
+  private step(step: LeaseStep, loss?: LeaseLostError): void {
+    const from = this.standing.state;
+    const to = nextLeaseState(from, step);
+    if (to === undefined) throw new Error(`A ${from} lease on job "${this.current.id}" cannot take the step ${step}.`);
+    if (to === from) return;
+    if (from === 'held') {
+      this.deps.options.timers.clearTimer(this.timer);
+      this.timer = undefined;
+    }
+    this.standing = to === 'lost' ? { state: to, loss: loss! } : { state: to };
+    this.notify();
+  }
+
+  private mustBeHeld(what: string): void {
+    if (this.standing.state === 'lost') throw this.standing.loss;
+    if (what === 'sent' && this.handlerController.signal.aborted) throw this.handlerController.signal.reason;
+    if (this.standing.state !== 'held') {
+      throw new Error(`The job "${this.current.id}" is over; nothing more is ${what} under its lease.`);
+    }
+  }
+
+  private renewOnce(stage?: string): Promise<Lease> {
+    const attempt = this.attemptRenewal(stage);
+    this.renewing = attempt;
+    this.arm();
+    const answered = (renewed: boolean) => {
+      this.renewing = undefined;
+      // The next timer renewal: an interval after a success, a quarter of one after a failure.
+      this.beatIn(renewed ? this.deps.options.heartbeatMs : this.deps.options.retryMs);
+      this.notify();
+    };
+    attempt.then(
+      () => answered(true),
+      () => answered(false),
+    );
+    return attempt;
+  }
+
+  private async attemptRenewal(stage: string | undefined): Promise<Lease> {
+    const { id, owner, token } = this.current;
+    const sentAt = this.deps.options.clock.now();
+    let renewed: Lease;
+    try {
+      renewed = await this.deps.renewals.heartbeat(id, { owner, token });
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (refusal) {
+        this.deps.emit(refusedEvent('renew', id, token, refusal));
+        throw this.refused(await this.explain(refusal), 'renew');
+      }
+      const error = err instanceof Error ? err.message : String(err);
+      this.deps.emit({ event: 'call_failed', op: 'renew', job: id, token, error });
+      throw err;
+    }
+    // A renewal that lands after the loss was decided does not revive the lease.
+    if (this.lost) throw this.lost;
+    this.current = { ...this.current, leaseUntil: renewed.leaseUntil };
+    this.estimatedEnd = estimateLeaseEnd(sentAt, this.deps.options.leaseMs, renewed);
+    this.deps.emit({ event: 'renewed', job: id, token, leaseUntil: renewed.leaseUntil, ...(stage ? { stage } : {}) });
+    return this.current;
+  }
+
+  private beatIn(ms: number): void {
+    this.beatAt = this.deps.options.clock.now() + ms;
+    this.arm();
+  }
+
+  /** Arms the timer for what a held lease waits on next; in any other state it is not touched. */
+  private arm(): void {
+    if (this.standing.state !== 'held') return;
+    this.deps.options.timers.clearTimer(this.timer);
+    // No renewal succeeded before the estimated end: the lease must be taken as gone.
+    const beatFirst = !this.renewing && this.beatAt < this.estimatedEnd;
+    const at = beatFirst ? this.beatAt : this.estimatedEnd;
+    this.timer = this.deps.options.timers.setTimer(
+      () => {
+        this.timer = undefined;
+        if (beatFirst) this.renewOnce().catch(() => {});
+        else this.lose(this.lossOf('not_renewed', 'renew'));
+      },
+      Math.max(0, at - this.deps.options.clock.now()),
+    );
   }
 
   private abortHandler(): void {
-    this.timers.clearTimer(this.graceTimer);
-    if (!this.handlerController.signal.aborted) this.handlerController.abort(this.loss);
+    this.deps.options.timers.clearTimer(this.timer);
+    this.timer = undefined;
+    if (!this.handlerController.signal.aborted) this.handlerController.abort(this.lost);
+  }
+
+  /** Resolves at the next change, or after `ms` of real time (a retry's pause, as a request's timeout is). */
+  private changed(ms?: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiters = this.waiters.filter((waiter) => waiter !== wake);
+        resolve();
+      };
+      const timer = ms === undefined ? undefined : setTimeout(wake, ms);
+      this.waiters.push(wake);
+    });
+  }
+
+  private notify(): void {
+    for (const wake of this.waiters.splice(0)) wake();
   }
 
   private lossOf(reason: LeaseLostError['reason'], during: LossDuring, refusal?: Refusal): LeaseLostError {

@@ -49,7 +49,7 @@ export function workerCommand(): Command {
     .addOption(
       new Option(
         '--lease-ms <ms>',
-        `lease asked for on each claim; renewed every max(100, lease/3) ms and before sending (at least ${MIN_LEASE_MS})`,
+        `lease asked for on each claim; renewed every max(100, lease/3) ms, and before a send when little of it is left (at least ${MIN_LEASE_MS})`,
       )
         .argParser(integerAtLeast(MIN_LEASE_MS))
         .default(WORKER_DEFAULTS.leaseMs),
@@ -256,7 +256,8 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
 
 /**
  * Simulated work, then one send of the job's qty; the result records what the gateway said.
- * With `writeOutput`, the work also leaves a file in the lease's own output folder.
+ * With `writeOutput`, the work also leaves a file in the lease's own output folder. The send
+ * renews the lease first only when it is short (`leaseIsShort`), not on every job.
  */
 export function sendQtyHandler(workMs: number, writeOutput = false): Handler {
   return async (ctx) => {
@@ -265,7 +266,6 @@ export function sendQtyHandler(workMs: number, writeOutput = false): Handler {
       await writeFile(join(await ctx.outputDir(), 'output.json'), `${JSON.stringify({ id, token, qty, owner })}\n`);
     }
     if (workMs > 0) await sleep(workMs, undefined, { signal: ctx.signal });
-    await ctx.stage('sending');
     const sent = await ctx.send(ctx.lease.qty);
     return { outcome: sent.outcome, effectToken: sent.effect.token };
   };

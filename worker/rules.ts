@@ -30,6 +30,44 @@ export function estimateLeaseEnd(
   return capped ? Math.min(byLength, lease.leaseUntil) : byLength;
 }
 
+/**
+ * Where a lease stands in its keeper. `claimed`: received, its handler not started. `held`:
+ * the handler runs and the lease is renewed on its timer. `settling`: renewals have stopped
+ * and the finish, fail or release is under way. `lost`: the loss is decided (by a refusal, or
+ * by the worker's estimate of the lease's end) and reported. `ended`: the queue took the
+ * finish, fail or release, or a release was given up.
+ */
+export type LeaseState = 'claimed' | 'held' | 'settling' | 'lost' | 'ended';
+
+/** What moves a lease from one state to the next. */
+export type LeaseStep = 'start' | 'stop' | 'lose' | 'settle';
+
+const LEASE_STEPS: Readonly<Record<LeaseState, Partial<Record<LeaseStep, LeaseState>>>> = {
+  claimed: { start: 'held', stop: 'settling' },
+  held: { stop: 'settling', lose: 'lost' },
+  settling: { lose: 'lost', settle: 'ended' },
+  // Stopping a lost lease only waits for what is in flight; a second verdict only refines the first.
+  lost: { stop: 'lost', lose: 'lost' },
+  ended: {},
+};
+
+/** The state `step` leads to from `state`, or undefined when the step is not one this state takes. */
+export function nextLeaseState(state: LeaseState, step: LeaseStep): LeaseState | undefined {
+  return LEASE_STEPS[state][step];
+}
+
+/**
+ * Whether a send should renew the lease first: when less is left of it than one heartbeat
+ * interval plus the time a send is expected to take. While renewals keep to their schedule,
+ * at least `leaseMs - heartbeatMs` (two intervals) is left at any moment, so only a lease whose
+ * renewals have been failing or late (a paused process, a claim that waited), or a send slower
+ * than about an interval, is short: its send would otherwise risk arriving after the lease
+ * ended, with no scheduled renewal left to save it.
+ */
+export function leaseIsShort(input: { leftMs: number; heartbeatMs: number; expectedSendMs: number }): boolean {
+  return input.leftMs < input.heartbeatMs + input.expectedSendMs;
+}
+
 export interface Refusal {
   /** The service's error code: `stale_lease`, `unknown_job`, `fenced`. */
   code: string;

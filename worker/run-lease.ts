@@ -11,6 +11,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
 import { errorMessage, generationPath, jobFolderName, refusalOf, resultWithOutput } from './rules.js';
 import { failJob, finishJob, releaseJob, type Finished } from './settle.js';
+import type { SendTimes } from './send-times.js';
 import type { ClaimedLease, EffectInput, EffectSender, Handler, JobContext, QueueApi, SendOutcome } from './types.js';
 
 export interface RunLeaseDeps {
@@ -18,6 +19,8 @@ export interface RunLeaseDeps {
   queue: QueueApi;
   renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   gateway: EffectSender;
+  /** The worker's recent send times, shared by its leases. */
+  sendTimes: SendTimes;
   emit(event: WorkerEventBody): void;
   /** Aborted when the worker is told to stop: a lease that arrives after that is released unworked. */
   stopSignal?: AbortSignal | undefined;
@@ -33,7 +36,8 @@ const MAX_ERROR_CHARS = 4_096;
 type Handled = { kind: 'returned'; result: unknown } | { kind: 'threw'; error: unknown } | { kind: 'grace_over' };
 
 export async function runLease(claimed: ClaimedLease, handler: Handler, deps: RunLeaseDeps): Promise<Finished> {
-  const keeper = new LeaseKeeper({ claimed, options: deps.options, renewals: deps.renewals, emit: deps.emit });
+  const { options, renewals, sendTimes, emit } = deps;
+  const keeper = new LeaseKeeper({ claimed, options, renewals, sendTimes, emit });
   const ended = await runToEnd(keeper, handler, deps);
   if (deps.options.outputRoot !== undefined) await cleanupAfter(deps.options.outputRoot, keeper.lease.id, deps);
   return ended;
@@ -42,7 +46,10 @@ export async function runLease(claimed: ClaimedLease, handler: Handler, deps: Ru
 async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDeps): Promise<Finished> {
   const none = (outcome: Finished['outcome']): Finished => ({ outcome, next: null });
   // Stopping already: the lease came back with a claim made just before the stop. Hand it back.
-  if (deps.stopSignal?.aborted) return none(await releaseJob(keeper, deps));
+  if (deps.stopSignal?.aborted) {
+    await keeper.stop();
+    return none(await releaseJob(keeper, deps));
+  }
   keeper.start();
   if (keeper.renewFirst) await keeper.renew().catch(() => {});
   const generation = new Generation(keeper, deps);

@@ -1,8 +1,8 @@
 // How a lease ends at the queue: finish (optionally claiming the slot's next job in the same
-// request), fail, or release. None is fire-and-forget: a refusal is a lost lease, and a call
-// that gets no answer is retried, since each is fenced by the token and safe to repeat.
+// request), fail, or release. None is fire-and-forget: a call that gets no answer is retried,
+// since each is fenced by the token and safe to repeat. What comes of it is reported to the
+// lease's keeper, which decides and reports a loss: a refusal, or no answer in time.
 import { setTimeout as delay } from 'node:timers/promises';
-import { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
@@ -28,7 +28,7 @@ const MIN_SETTLE_ATTEMPTS = 3;
 
 type Op = 'finish' | 'fail' | 'release';
 
-type Settled<T> = { ok: T } | { lost: LeaseLostError } | { unanswered: true };
+type Settled<T> = { ok: T } | { lost: true } | { unanswered: true };
 
 export interface Finished {
   outcome: JobOutcome;
@@ -63,7 +63,8 @@ export async function finishJob(
         ? { job: await deps.queue.get(id), next: null }
         : undefined,
   );
-  if (!('ok' in settled)) return { outcome: lostOutcome(keeper, deps, settled, 'finish'), next: null };
+  if (!('ok' in settled)) return { outcome: lostOutcome(keeper, settled, 'finish'), next: null };
+  keeper.settled();
   deps.emit({ event: 'finished', job: id, token });
   const next = settled.ok.next;
   if (next) deps.emit(claimedEvent(next, 'finish'));
@@ -77,7 +78,8 @@ export async function finishJob(
 export async function failJob(keeper: LeaseKeeper, deps: SettleDeps, error: string): Promise<JobOutcome> {
   const { id, owner, token } = keeper.lease;
   const settled = await settle(keeper, deps, 'fail', () => deps.queue.fail(id, { owner, token, error }));
-  if (!('ok' in settled)) return lostOutcome(keeper, deps, settled, 'fail');
+  if (!('ok' in settled)) return lostOutcome(keeper, settled, 'fail');
+  keeper.settled();
   const job = settled.ok;
   deps.emit({ event: 'failed', job: id, token, error, status: job.status, runAt: job.runAt });
   return { status: 'failed', lease: keeper.lease, job, error };
@@ -96,37 +98,16 @@ export async function releaseJob(keeper: LeaseKeeper, deps: SettleDeps): Promise
     () => deps.queue.release(id, { owner, token }),
     async (refusal, attempt) => (attempt > 1 && releasedEarlierBy(refusal, token) ? deps.queue.get(id) : undefined),
   );
-  if ('lost' in settled) return lostOutcome(keeper, deps, settled, 'release');
+  if ('lost' in settled) return lostOutcome(keeper, settled, 'release');
+  keeper.settled();
   if ('ok' in settled) deps.emit({ event: 'released', job: id, token });
   return { status: 'released', lease: keeper.lease, job: 'ok' in settled ? settled.ok : null };
 }
 
-/** The loss, reported once as a `lost` event. */
-function reportLoss(deps: Pick<SettleDeps, 'emit'>, error: LeaseLostError): LeaseLostError {
-  deps.emit({
-    event: 'lost',
-    job: error.jobId,
-    token: error.expected.token,
-    during: error.during,
-    reason: error.reason,
-    ...(error.current ? { current: error.current } : {}),
-    error: error.message,
-  });
-  return error;
-}
-
-function lostOutcome(
-  keeper: LeaseKeeper,
-  deps: SettleDeps,
-  settled: { lost: LeaseLostError } | { unanswered: true },
-  during: Op,
-): JobOutcome {
-  const { id, owner, token } = keeper.lease;
-  const error =
-    'lost' in settled
-      ? settled.lost
-      : new LeaseLostError({ jobId: id, expected: { owner, token }, during, reason: 'queue_unreachable' });
-  return { status: 'lost', lease: keeper.lease, error: reportLoss(deps, error) };
+/** The keeper's loss: the refusal it was told of, or, for a call never answered, its own verdict. */
+function lostOutcome(keeper: LeaseKeeper, settled: { lost: true } | { unanswered: true }, during: Op): JobOutcome {
+  const error = 'lost' in settled ? keeper.lost! : keeper.unreachable(during);
+  return { status: 'lost', lease: keeper.lease, error };
 }
 
 /**
@@ -142,7 +123,7 @@ async function settle<T>(
   call: () => Promise<T>,
   recover?: (refusal: Refusal, attempt: number) => Promise<T | undefined>,
 ): Promise<Settled<T>> {
-  const { id, owner, token } = keeper.lease;
+  const { id, token } = keeper.lease;
   for (let attempt = 1; ; attempt += 1) {
     try {
       return { ok: await call() };
@@ -152,17 +133,8 @@ async function settle<T>(
         const recovered = await recover?.(refusal, attempt);
         if (recovered !== undefined) return { ok: recovered };
         deps.emit(refusedEvent(op, id, token, refusal));
-        const explained = await keeper.explain(refusal);
-        return {
-          lost: new LeaseLostError({
-            jobId: id,
-            expected: { owner, token },
-            during: op,
-            reason: explained.reason,
-            current: explained.current,
-            cause: explained.message,
-          }),
-        };
+        keeper.refused(await keeper.explain(refusal), op);
+        return { lost: true };
       }
       deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });
       const pastEnd = op === 'release' || deps.options.clock.now() >= keeper.leaseEndEstimate;

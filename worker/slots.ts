@@ -90,17 +90,19 @@ export class WorkerRun {
     const { concurrency } = this.parts.options;
     const max = claimSize({ concurrency, running: this.slots.size, budget: this.budget() });
     if (max === 0) return;
-    this.reserved += max;
+    const received = this.reserve(max);
     this.claiming = this.claimUpTo(max, this.stop.signal)
       .then(
         (leases) => {
-          this.summary.claimed += leases.length;
+          received(leases.length);
           for (const claimed of leases) this.startSlot(claimed);
         },
-        (error: unknown) => this.fail(error),
+        (error: unknown) => {
+          received(0);
+          this.fail(error);
+        },
       )
       .finally(() => {
-        this.reserved -= max;
         this.claiming = undefined;
         this.wake();
       });
@@ -111,21 +113,19 @@ export class WorkerRun {
     const slot = (async () => {
       let claimed: ClaimedLease | null = first;
       while (claimed) {
-        let reservedNext = false;
+        let received: ((count: number) => void) | undefined;
         const { outcome, next } = await runLease(claimed, this.handler, {
           ...this.parts.lease,
           stopSignal: this.stop.signal,
           graceSignal: this.graceOver.signal,
           wantNext: () => {
             if (this.stop.signal.aborted || this.budget() <= 0) return false;
-            this.reserved += 1;
-            reservedNext = true;
+            received = this.reserve(1);
             return true;
           },
         });
-        if (reservedNext) this.reserved -= 1;
+        received?.(next ? 1 : 0);
         this.summary[outcome.status] += 1;
-        if (next) this.summary.claimed += 1;
         claimed = next;
       }
     })()
@@ -178,6 +178,19 @@ export class WorkerRun {
   private fail(error: unknown): void {
     this.failure ??= { error };
     this.stop.abort();
+  }
+
+  /**
+   * Holds `count` of the `maxJobs` budget for a claim on its way, the one place `reserved`
+   * changes. The claim's answer calls the returned function with the leases it brought: they
+   * are counted as claimed, and the hold is given back.
+   */
+  private reserve(count: number): (received: number) => void {
+    this.reserved += count;
+    return (received) => {
+      this.reserved -= count;
+      this.summary.claimed += received;
+    };
   }
 
   private budget(): number {

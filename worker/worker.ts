@@ -8,6 +8,7 @@ import type { WorkerEventBody } from './events.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { claimedEvent } from './rules.js';
 import { runLease } from './run-lease.js';
+import { SendTimes } from './send-times.js';
 import { WorkerRun, type LeaseDeps, type RunOptions, type WorkerSummary } from './slots.js';
 import type { ClaimedLease, EffectSender, Handler, JobOutcome, QueueApi } from './types.js';
 
@@ -20,6 +21,7 @@ export class Worker {
   private readonly renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   private readonly gateway: EffectSender;
   private readonly agent: FreshAgent;
+  private readonly sendTimes = new SendTimes();
 
   constructor(options: WorkerOptions) {
     this.options = resolveWorkerOptions(options);
@@ -90,6 +92,7 @@ export class Worker {
       queue: this.queue,
       renewals: this.renewals,
       gateway: this.gateway,
+      sendTimes: this.sendTimes,
       emit: (event: WorkerEventBody) => this.emit(event),
     };
   }

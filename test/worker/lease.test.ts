@@ -39,6 +39,69 @@ describe('a handler that runs longer than its lease', () => {
   });
 });
 
+describe('a send renews the lease first only when the lease is short', () => {
+  test('on a fresh lease the send goes out without a renewal', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'fresh', qty: 2 });
+    // Renewed every 1 s: a send is short of lease only if 2 s went by without one.
+    const { worker, events } = s.worker({ leaseMs: 3_000 });
+
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => (await ctx.send()).outcome);
+
+    expect(outcome).toMatchObject({ status: 'finished', result: 'applied' });
+    expect(timeline(events, 'fresh').filter((e) => e !== 'renewed')).toEqual(['claimed', 'sent', 'finished']);
+  });
+
+  test('on a lease with less left than an interval and a send, the send renews first', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'short', qty: 3 });
+    const { worker, events } = s.worker({ leaseMs: 6_000 });
+    const claimed = (await worker.claim())!;
+    // The worker's estimate counts from when the claim was sent: 4.5 s ago leaves 1.5 s, under
+    // the 2 s interval. The queue, which claimed just now, still holds the lease for 6 s.
+    const aged = { ...claimed, claimedAt: claimed.claimedAt - 4_500 };
+
+    const outcome = await worker.process(aged, async (ctx) => (await ctx.send()).outcome);
+
+    expect(outcome).toMatchObject({ status: 'finished', result: 'applied' });
+    expect(timeline(events, 'short').filter((e) => e !== 'renewed')).toEqual([
+      'claimed',
+      'renewed:sending',
+      'sent',
+      'finished',
+    ]);
+    const renewal = events.find((e) => e.event === 'renewed' && e.stage === 'sending');
+    expect(renewal).toMatchObject({ leaseUntil: expect.any(Number) });
+    expect((renewal as { leaseUntil: number }).leaseUntil).toBeGreaterThan(claimed.lease.leaseUntil);
+  });
+
+  test('a beforeSend hook that awaits does not stall the lease: the keeper renews meanwhile and the send counts', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'held-hook', qty: 4 });
+    let renewalsDuringHook = -1;
+    const { worker, events } = s.worker({
+      leaseMs: 900,
+      hooks: {
+        // Over two leases long; the lease ends only if renewals stop (a clock the test moves).
+        beforeSend: async () => {
+          const before = events.filter((e) => e.event === 'renewed').length;
+          await sleep(2_000);
+          renewalsDuringHook = events.filter((e) => e.event === 'renewed').length - before;
+        },
+      },
+    });
+    const claimed = (await worker.claim())!;
+
+    const outcome = await worker.process(claimed, async (ctx) => (await ctx.send()).outcome);
+
+    expect(outcome).toMatchObject({ status: 'finished', result: 'applied', job: { status: 'done', token: 1 } });
+    // Every 300 ms over 2 s: about six; a loaded machine may skip a few.
+    expect(renewalsDuringHook).toBeGreaterThanOrEqual(3);
+    expect(timeline(events, 'held-hook').filter((e) => e !== 'renewed')).toEqual(['claimed', 'sent', 'finished']);
+    expect(await s.receiver.effects()).toEqual([expect.objectContaining({ jobId: 'held-hook', qty: 4, token: 1 })]);
+  });
+});
+
 describe('a lease the worker cannot keep', () => {
   test('a renewal refused because another owner claimed after expiry: LeaseLostError, signal aborted, nothing accepted', async () => {
     const s = await setup();

@@ -18,6 +18,7 @@ import {
   resultWithOutput,
   withDeadReason,
 } from '../../worker/index.js';
+import { leaseIsShort, nextLeaseState, type LeaseState, type LeaseStep } from '../../worker/rules.js';
 import { fakeClock } from '../helpers/clock.js';
 
 describe('heartbeatIntervalMs', () => {
@@ -147,6 +148,48 @@ describe('releasedEarlierBy', () => {
     expect(releasedEarlierBy(pendingAt(2), 2)).toBe(true);
     // Claimed again since (a higher token), or pending at a token that is not this one.
     expect(releasedEarlierBy(pendingAt(3), 2)).toBe(false);
+  });
+});
+
+describe('nextLeaseState', () => {
+  const states: LeaseState[] = ['claimed', 'held', 'settling', 'lost', 'ended'];
+  const steps: LeaseStep[] = ['start', 'stop', 'lose', 'settle'];
+
+  test('every state and step: a lease is lost only while held or settling, and nothing leaves lost or ended', () => {
+    const table = Object.fromEntries(
+      states.map((state) => [state, Object.fromEntries(steps.map((step) => [step, nextLeaseState(state, step)]))]),
+    );
+    expect(table).toEqual({
+      claimed: { start: 'held', stop: 'settling', lose: undefined, settle: undefined },
+      held: { start: undefined, stop: 'settling', lose: 'lost', settle: undefined },
+      settling: { start: undefined, stop: undefined, lose: 'lost', settle: 'ended' },
+      lost: { start: undefined, stop: 'lost', lose: 'lost', settle: undefined },
+      ended: { start: undefined, stop: undefined, lose: undefined, settle: undefined },
+    });
+  });
+});
+
+describe('leaseIsShort', () => {
+  // A 900 ms lease renews every 300 ms: on schedule, at least 600 ms of it is left.
+  const heartbeatMs = 300;
+
+  test('on schedule a lease is never short for a send faster than an interval', () => {
+    expect(leaseIsShort({ leftMs: 900, heartbeatMs, expectedSendMs: 0 })).toBe(false);
+    expect(leaseIsShort({ leftMs: 600, heartbeatMs, expectedSendMs: 250 })).toBe(false);
+  });
+
+  test('short below one interval plus the expected send: before, exactly at, after the boundary', () => {
+    expect(leaseIsShort({ leftMs: 349, heartbeatMs, expectedSendMs: 50 })).toBe(true);
+    expect(leaseIsShort({ leftMs: 350, heartbeatMs, expectedSendMs: 50 })).toBe(false);
+    expect(leaseIsShort({ leftMs: 351, heartbeatMs, expectedSendMs: 50 })).toBe(false);
+  });
+
+  test('a slow gateway makes even a lease on schedule short', () => {
+    expect(leaseIsShort({ leftMs: 600, heartbeatMs, expectedSendMs: 400 })).toBe(true);
+  });
+
+  test('a lease past its estimated end is short', () => {
+    expect(leaseIsShort({ leftMs: -5, heartbeatMs, expectedSendMs: 0 })).toBe(true);
   });
 });
 
