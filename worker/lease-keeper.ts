@@ -119,11 +119,12 @@ export class LeaseKeeper {
    * send has answered, or after `sendGraceMs`.
    */
   async send<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const { clock, heartbeatMs } = this.deps.options;
+    const { clock, leaseMs, heartbeatMs } = this.deps.options;
     const { sendTimes } = this.deps;
     this.mustBeHeld('sent');
     const leftMs = this.estimatedEnd - clock.now();
-    if (leaseIsShort({ leftMs, heartbeatMs, expectedSendMs: sendTimes.expectedMs })) await this.renew('sending');
+    // The keeper's own renewal, like a timer one: no stage of the handler's.
+    if (leaseIsShort({ leftMs, leaseMs, heartbeatMs, expectedSendMs: sendTimes.expectedMs })) await this.renew();
     this.mustBeHeld('sent');
     const signal = this.handlerController.signal;
     this.sendsInFlight += 1;

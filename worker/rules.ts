@@ -58,14 +58,21 @@ export function nextLeaseState(state: LeaseState, step: LeaseStep): LeaseState |
 
 /**
  * Whether a send should renew the lease first: when less is left of it than one heartbeat
- * interval plus the time a send is expected to take. While renewals keep to their schedule,
- * at least `leaseMs - heartbeatMs` (two intervals) is left at any moment, so only a lease whose
- * renewals have been failing or late (a paused process, a claim that waited), or a send slower
- * than about an interval, is short: its send would otherwise risk arriving after the lease
- * ended, with no scheduled renewal left to save it.
+ * interval plus the time a send is expected to take — a margin in which a scheduled renewal
+ * can still land — but never more than `leaseMs - heartbeatMs`, what a renewal that answered
+ * within its timeout (one interval) leaves: renewing again could not give more. While renewals
+ * keep to their schedule at least that much is left at any moment, so only a lease whose
+ * renewals have been failing or late (a paused process, a claim that waited), or a send
+ * slower than about an interval just before a renewal is due, is short.
  */
-export function leaseIsShort(input: { leftMs: number; heartbeatMs: number; expectedSendMs: number }): boolean {
-  return input.leftMs < input.heartbeatMs + input.expectedSendMs;
+export function leaseIsShort(input: {
+  leftMs: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  expectedSendMs: number;
+}): boolean {
+  const { leftMs, leaseMs, heartbeatMs, expectedSendMs } = input;
+  return leftMs < Math.min(heartbeatMs + expectedSendMs, leaseMs - heartbeatMs);
 }
 
 export interface Refusal {

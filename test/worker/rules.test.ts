@@ -171,25 +171,27 @@ describe('nextLeaseState', () => {
 
 describe('leaseIsShort', () => {
   // A 900 ms lease renews every 300 ms: on schedule, at least 600 ms of it is left.
-  const heartbeatMs = 300;
+  const lease = { leaseMs: 900, heartbeatMs: 300 };
 
   test('on schedule a lease is never short for a send faster than an interval', () => {
-    expect(leaseIsShort({ leftMs: 900, heartbeatMs, expectedSendMs: 0 })).toBe(false);
-    expect(leaseIsShort({ leftMs: 600, heartbeatMs, expectedSendMs: 250 })).toBe(false);
+    expect(leaseIsShort({ ...lease, leftMs: 900, expectedSendMs: 0 })).toBe(false);
+    expect(leaseIsShort({ ...lease, leftMs: 600, expectedSendMs: 250 })).toBe(false);
   });
 
   test('short below one interval plus the expected send: before, exactly at, after the boundary', () => {
-    expect(leaseIsShort({ leftMs: 349, heartbeatMs, expectedSendMs: 50 })).toBe(true);
-    expect(leaseIsShort({ leftMs: 350, heartbeatMs, expectedSendMs: 50 })).toBe(false);
-    expect(leaseIsShort({ leftMs: 351, heartbeatMs, expectedSendMs: 50 })).toBe(false);
+    expect(leaseIsShort({ ...lease, leftMs: 349, expectedSendMs: 50 })).toBe(true);
+    expect(leaseIsShort({ ...lease, leftMs: 350, expectedSendMs: 50 })).toBe(false);
+    expect(leaseIsShort({ ...lease, leftMs: 351, expectedSendMs: 50 })).toBe(false);
   });
 
-  test('a slow gateway makes even a lease on schedule short', () => {
-    expect(leaseIsShort({ leftMs: 600, heartbeatMs, expectedSendMs: 400 })).toBe(true);
+  test('however slow the sends, a lease with what a renewal leaves is not short: renewing could not give more', () => {
+    expect(leaseIsShort({ ...lease, leftMs: 599, expectedSendMs: 5_000 })).toBe(true);
+    expect(leaseIsShort({ ...lease, leftMs: 600, expectedSendMs: 5_000 })).toBe(false);
+    expect(leaseIsShort({ ...lease, leftMs: 880, expectedSendMs: 5_000 })).toBe(false);
   });
 
   test('a lease past its estimated end is short', () => {
-    expect(leaseIsShort({ leftMs: -5, heartbeatMs, expectedSendMs: 0 })).toBe(true);
+    expect(leaseIsShort({ ...lease, leftMs: -5, expectedSendMs: 0 })).toBe(true);
   });
 });
 
