@@ -1,7 +1,7 @@
 // Generation-scoped outputs with the real services: each lease writes under <root>/<job>/<token>/,
 // the finish records the winner in the job's result, and generations that can no longer win are
 // removed — judged from the queue's row, even while a new claim races with the cleanup.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -122,5 +122,23 @@ describe('cleanupOrphans', () => {
     // A job with no folder here: nothing to do.
     await s.client.enqueue({ id: 'none', qty: 1 });
     await expect(cleanupOrphans(root, 'none', s.client)).resolves.toEqual({ removed: [], kept: [] });
+  });
+
+  test('two cleanups at once (the winner and the stale holder): each orphan is removed and reported once', async () => {
+    const s = await setup();
+    const root = join(s.dir, 'outputs');
+    await s.client.enqueue({ id: 'twice', qty: 1 });
+    await s.client.claim('a', 60_000);
+    await s.takeOver('twice', 'b');
+    for (const token of [1, 2]) {
+      mkdirSync(join(root, 'twice', String(token)), { recursive: true });
+      writeFileSync(join(root, 'twice', String(token), 'out.txt'), `token ${token}`);
+    }
+
+    const both = await Promise.all([cleanupOrphans(root, 'twice', s.client), cleanupOrphans(root, 'twice', s.client)]);
+
+    expect(both.flatMap((c) => c.removed)).toEqual([1]);
+    expect(both.map((c) => c.kept)).toEqual([[2], [2]]);
+    expect(readdirSync(join(root, 'twice'))).toEqual(['2']);
   });
 });
