@@ -122,9 +122,16 @@ export class LeaseKeeper {
     const { clock, leaseMs, heartbeatMs } = this.deps.options;
     const { sendTimes } = this.deps;
     this.mustBeHeld('sent');
-    const leftMs = this.estimatedEnd - clock.now();
-    // The keeper's own renewal, like a timer one: no stage of the handler's.
-    if (leaseIsShort({ leftMs, leaseMs, heartbeatMs, expectedSendMs: sendTimes.expectedMs })) await this.renew();
+    const short = () =>
+      leaseIsShort({
+        leftMs: this.estimatedEnd - clock.now(),
+        leaseMs,
+        heartbeatMs,
+        expectedSendMs: sendTimes.expectedMs,
+      });
+    // A renewal on its way may be all the send needs; else the keeper's own, without a stage.
+    if (short() && this.renewing) await this.renewing.catch(() => {});
+    if (short()) await this.renew();
     this.mustBeHeld('sent');
     const signal = this.handlerController.signal;
     this.sendsInFlight += 1;
