@@ -33,7 +33,10 @@ export interface KeeperDeps {
   emit(event: WorkerEventBody): void;
 }
 
-type Standing = { state: Exclude<LeaseState, 'lost'> } | { state: 'lost'; loss: LeaseLostError };
+type Standing =
+  | { state: Exclude<LeaseState, 'refused' | 'lost'> }
+  /** `loss`: as the refusal said it, before the explanation; then as reported. */
+  | { state: 'refused' | 'lost'; loss: LeaseLostError };
 
 export class LeaseKeeper {
   private standing: Standing = { state: 'claimed' };
@@ -78,8 +81,9 @@ export class LeaseKeeper {
     return this.handlerController.signal;
   }
 
+  /** Set from the moment a service refused the lease or the estimate gave up on it. */
   get lost(): LeaseLostError | undefined {
-    return this.standing.state === 'lost' ? this.standing.loss : undefined;
+    return 'loss' in this.standing ? this.standing.loss : undefined;
   }
 
   /** The worker's estimate of `leaseUntil`, on its own clock. */
@@ -149,9 +153,15 @@ export class LeaseKeeper {
     }
   }
 
-  /** Reports a refusal of this lease (by the queue, the gateway or the receiver): the lease is lost. */
-  refused(refusal: Refusal, during: LossDuring): LeaseLostError {
-    return this.lose(this.lossOf(refusal.reason, during, refusal));
+  /**
+   * Reports a refusal of this lease (by the queue, the gateway or the receiver): the lease is
+   * lost from this moment, so no estimate of its end can be reported instead; the loss is
+   * reported once the refusal is explained (`explain`).
+   */
+  async refused(refusal: Refusal, during: LossDuring): Promise<LeaseLostError> {
+    this.step('refuse', this.lossOf(refusal.reason, during, refusal));
+    const explained = await this.explain(refusal);
+    return this.lose(this.lossOf(explained.reason, during, explained));
   }
 
   /** Reports a finish or fail that got no answer while the lease may still have been the worker's. */
@@ -168,7 +178,7 @@ export class LeaseKeeper {
    * The refusal with the reason the job's row gives: a `not_leased` refusal of a `dead` job is
    * `cancelled` when the queue says so. A read that fails leaves the refusal as it was.
    */
-  async explain(refusal: Refusal): Promise<Refusal> {
+  private async explain(refusal: Refusal): Promise<Refusal> {
     if (!mayBeCancelled(refusal)) return refusal;
     const job = await this.deps.renewals.get(this.current.id).catch(() => undefined);
     return withDeadReason(refusal, job);
@@ -220,12 +230,12 @@ export class LeaseKeeper {
       this.deps.options.timers.clearTimer(this.timer);
       this.timer = undefined;
     }
-    this.standing = to === 'lost' ? { state: to, loss: loss! } : { state: to };
+    this.standing = to === 'lost' || to === 'refused' ? { state: to, loss: loss! } : { state: to };
     this.notify();
   }
 
   private mustBeHeld(what: string): void {
-    if (this.standing.state === 'lost') throw this.standing.loss;
+    if ('loss' in this.standing) throw this.standing.loss;
     if (what === 'sent' && this.handlerController.signal.aborted) throw this.handlerController.signal.reason;
     if (this.standing.state !== 'held') {
       throw new Error(`The job "${this.current.id}" is over; nothing more is ${what} under its lease.`);
@@ -259,7 +269,7 @@ export class LeaseKeeper {
       const refusal = refusalOf(err);
       if (refusal) {
         this.deps.emit(refusedEvent('renew', id, token, refusal));
-        throw this.refused(await this.explain(refusal), 'renew');
+        throw await this.refused(refusal, 'renew');
       }
       const error = err instanceof Error ? err.message : String(err);
       this.deps.emit({ event: 'call_failed', op: 'renew', job: id, token, error });

@@ -33,21 +33,23 @@ export function estimateLeaseEnd(
 /**
  * Where a lease stands in its keeper. `claimed`: received, its handler not started. `held`:
  * the handler runs and the lease is renewed on its timer. `settling`: renewals have stopped
- * and the finish, fail or release is under way. `lost`: the loss is decided (by a refusal, or
- * by the worker's estimate of the lease's end) and reported. `ended`: the queue took the
- * finish, fail or release, or a release was given up.
+ * and the finish, fail or release is under way. `refused`: a service refused it, and the
+ * worker reads why (a cancel?); no estimate of its end can come first any more. `lost`: the
+ * loss is decided (by a refusal, or by the worker's estimate of the lease's end) and reported.
+ * `ended`: the queue took the finish, fail or release, or a release was given up.
  */
-export type LeaseState = 'claimed' | 'held' | 'settling' | 'lost' | 'ended';
+export type LeaseState = 'claimed' | 'held' | 'settling' | 'refused' | 'lost' | 'ended';
 
 /** What moves a lease from one state to the next. */
-export type LeaseStep = 'start' | 'stop' | 'lose' | 'settle';
+export type LeaseStep = 'start' | 'stop' | 'refuse' | 'lose' | 'settle';
 
 const LEASE_STEPS: Readonly<Record<LeaseState, Partial<Record<LeaseStep, LeaseState>>>> = {
   claimed: { start: 'held', stop: 'settling' },
-  held: { stop: 'settling', lose: 'lost' },
-  settling: { lose: 'lost', settle: 'ended' },
-  // Stopping a lost lease only waits for what is in flight; a second verdict only refines the first.
-  lost: { stop: 'lost', lose: 'lost' },
+  held: { stop: 'settling', refuse: 'refused', lose: 'lost' },
+  settling: { refuse: 'refused', lose: 'lost', settle: 'ended' },
+  // Stopping a refused or lost lease only waits for what is in flight; a second verdict only refines the first.
+  refused: { stop: 'refused', refuse: 'refused', lose: 'lost' },
+  lost: { stop: 'lost', refuse: 'lost', lose: 'lost' },
   ended: {},
 };
 

@@ -209,7 +209,7 @@ async function sendEffect(
           error: errorMessage(err),
         });
       }
-      if (refusal) throw keeper.refused(await keeper.explain(refusal), 'send');
+      if (refusal) throw await keeper.refused(refusal, 'send');
       throw err;
     }
   });

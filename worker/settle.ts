@@ -133,7 +133,7 @@ async function settle<T>(
         const recovered = await recover?.(refusal, attempt);
         if (recovered !== undefined) return { ok: recovered };
         deps.emit(refusedEvent(op, id, token, refusal));
-        keeper.refused(await keeper.explain(refusal), op);
+        await keeper.refused(refusal, op);
         return { lost: true };
       }
       deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });

@@ -152,19 +152,20 @@ describe('releasedEarlierBy', () => {
 });
 
 describe('nextLeaseState', () => {
-  const states: LeaseState[] = ['claimed', 'held', 'settling', 'lost', 'ended'];
-  const steps: LeaseStep[] = ['start', 'stop', 'lose', 'settle'];
+  const states: LeaseState[] = ['claimed', 'held', 'settling', 'refused', 'lost', 'ended'];
+  const steps: LeaseStep[] = ['start', 'stop', 'refuse', 'lose', 'settle'];
 
-  test('every state and step: a lease is lost only while held or settling, and nothing leaves lost or ended', () => {
+  test('every state and step: a lease is refused or lost only while held or settling, and nothing leaves lost or ended', () => {
     const table = Object.fromEntries(
       states.map((state) => [state, Object.fromEntries(steps.map((step) => [step, nextLeaseState(state, step)]))]),
     );
     expect(table).toEqual({
-      claimed: { start: 'held', stop: 'settling', lose: undefined, settle: undefined },
-      held: { start: undefined, stop: 'settling', lose: 'lost', settle: undefined },
-      settling: { start: undefined, stop: undefined, lose: 'lost', settle: 'ended' },
-      lost: { start: undefined, stop: 'lost', lose: 'lost', settle: undefined },
-      ended: { start: undefined, stop: undefined, lose: undefined, settle: undefined },
+      claimed: { start: 'held', stop: 'settling', refuse: undefined, lose: undefined, settle: undefined },
+      held: { start: undefined, stop: 'settling', refuse: 'refused', lose: 'lost', settle: undefined },
+      settling: { start: undefined, stop: undefined, refuse: 'refused', lose: 'lost', settle: 'ended' },
+      refused: { start: undefined, stop: 'refused', refuse: 'refused', lose: 'lost', settle: undefined },
+      lost: { start: undefined, stop: 'lost', refuse: 'lost', lose: 'lost', settle: undefined },
+      ended: { start: undefined, stop: undefined, refuse: undefined, lose: undefined, settle: undefined },
     });
   });
 });
