@@ -79,8 +79,8 @@ test.skipIf(curlVersion() === undefined)(
     mkdirSync(join(project, 'node_modules', '.bin'), { recursive: true });
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'reader', private: true, type: 'module' }));
     symlinkSync(ROOT, join(project, 'node_modules', 'leasehold'));
-    // The built file has no execute bit (tsc writes none; npm sets it only on packages it installs),
-    // so the bin runs it through node, on the Node.js running this test.
+    // The bin runs the built command on the Node.js running this test, so CI's runs on other
+    // versions run the examples on that version too.
     writeFileSync(
       join(project, 'node_modules', '.bin', 'leasehold'),
       `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'dist', 'cli', 'leasehold.js')}" "$@"\n`,
