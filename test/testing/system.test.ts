@@ -137,6 +137,10 @@ test('the real clock cannot be advanced; a queue outside test mode refuses expir
   await expect(queue.reset()).rejects.toThrow(message);
 });
 
+test('a system that cannot start rejects with the cause', async () => {
+  await expect(startSystem({ db: 'mysql://127.0.0.1/test' })).rejects.toThrow(/Unsupported database URL "mysql:/);
+});
+
 test("close is safe to call twice; a downstream may not take the receiver's name", async () => {
   const system = await startSystem();
   await Promise.all([system.close(), system.close()]);
