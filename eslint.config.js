@@ -20,6 +20,7 @@ const SOURCE_FOLDERS = [
   'bench',
   'cli',
   'audit',
+  'conform',
   'testing',
 ];
 // What a part shows the others. receiver/signature.ts is the signing scheme the gateway shares.

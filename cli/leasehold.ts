@@ -9,6 +9,7 @@ import { receiverCommand } from '../receiver/main.js';
 import { workerCommand } from '../worker/main.js';
 import { demoCommand, startCommand } from '../demo/main.js';
 import { auditCommand } from '../audit/main.js';
+import { conformCommand } from '../conform/main.js';
 
 const program = usageErrors(new Command('leasehold'), 'leasehold')
   .description('Fenced leases for job workers: a queue, a fencing gateway and an idempotent receiver.')
@@ -23,5 +24,6 @@ program.addCommand(workerCommand());
 program.addCommand(demoCommand());
 program.addCommand(startCommand());
 program.addCommand(auditCommand());
+program.addCommand(conformCommand());
 
 await program.parseAsync(process.argv);

@@ -123,6 +123,19 @@ test(
       manifest.version,
     );
     expect(existsSync(join(project, 'node_modules', 'leasehold', 'dist', 'receiver', 'service.d.ts'))).toBe(true);
+    // leasehold/conform resolves from the package, and its command is on the bin.
+    const conformExport = await step('import leasehold/conform', () =>
+      run(
+        process.execPath,
+        ['--input-type=module', '-e', "const m = await import('leasehold/conform'); console.log(typeof m.conform);"],
+        project,
+        30_000,
+      ),
+    );
+    expect(conformExport.stdout.trim()).toBe('function');
+    expect(
+      (await step('leasehold conform --help', () => run(bin, ['conform', '--help'], project, 30_000))).stdout,
+    ).toContain('N passed, M failed');
 
     // The docs' examples, as written: the stub's and the test kit's.
     const examples = new Map([

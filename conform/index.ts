@@ -1,0 +1,98 @@
+// `conform`: a black-box check that a live downstream keeps the fencing protocol, run case by
+// case on job ids no earlier run used, so it can be pointed at a service already in use. Each
+// case is reported as it ends; the report says which passed and why the others failed.
+import { randomBytes } from 'node:crypto';
+import { httpUrl } from '../platform/url.js';
+import { CASES, CaseFailure } from './cases.js';
+import { createPeer } from './peer.js';
+
+export interface ConformOptions {
+  /** The downstream's effect endpoint, path included (a leasehold receiver's is `<base>/effects`). */
+  url: string;
+  /** The downstream's secret: requests are signed, and the signature cases run. */
+  secret?: string | undefined;
+  /** Identical requests sent at once in the race case (default 16, at most 64). */
+  races?: number;
+  /** How long each request may take (default 10000). */
+  timeoutMs?: number;
+  /** Called as each case ends, in order. */
+  onCase?: (result: CaseResult) => void;
+}
+
+export interface CaseResult {
+  name: string;
+  /** `skipped`: a signature case without a secret. */
+  status: 'passed' | 'failed' | 'skipped';
+  /** Why it failed: the request, what the protocol asks, what the downstream answered. */
+  detail?: string;
+}
+
+export interface ConformReport {
+  url: string;
+  cases: CaseResult[];
+  passed: number;
+  failed: number;
+}
+
+export const CONFORM_DEFAULTS = { races: 16, timeoutMs: 10_000 } as const;
+
+/** Runs every case against `url`; resolves whatever the downstream does (a failure is a result). */
+export async function conform(options: ConformOptions): Promise<ConformReport> {
+  const url = httpUrl('url', options.url);
+  if (options.secret === '') throw new RangeError('secret must not be empty; leave it out for an unsigned downstream.');
+  const races = options.races ?? CONFORM_DEFAULTS.races;
+  if (!Number.isSafeInteger(races) || races < 2 || races > 64) {
+    throw new RangeError(`races must be an integer from 2 to 64, not ${String(races)}.`);
+  }
+  const timeoutMs = options.timeoutMs ?? CONFORM_DEFAULTS.timeoutMs;
+  const peer = createPeer(url, options.secret, timeoutMs);
+  const run = `conform-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const ctx = { peer, job: (name: string) => `${run}-${name}`, races };
+  const cases: CaseResult[] = [];
+  try {
+    for (const c of CASES) {
+      let result: CaseResult;
+      if (c.signed && options.secret === undefined) {
+        result = { name: c.name, status: 'skipped', detail: 'no secret given' };
+      } else {
+        try {
+          await c.run(ctx);
+          result = { name: c.name, status: 'passed' };
+        } catch (err) {
+          result = {
+            name: c.name,
+            status: 'failed',
+            detail: err instanceof CaseFailure ? err.message : `the request failed: ${(err as Error).message}`,
+          };
+        }
+      }
+      cases.push(result);
+      options.onCase?.(result);
+    }
+  } finally {
+    peer.close();
+  }
+  return {
+    url: url.href,
+    cases,
+    passed: cases.filter((c) => c.status === 'passed').length,
+    failed: cases.filter((c) => c.status === 'failed').length,
+  };
+}
+
+/** One line per case: `ok`, `FAIL` with why, or `skip`. */
+export function formatCase(result: CaseResult): string {
+  switch (result.status) {
+    case 'passed':
+      return `ok    ${result.name}`;
+    case 'failed':
+      return `FAIL  ${result.name}: ${result.detail ?? ''}`;
+    case 'skipped':
+      return `skip  ${result.name} (${result.detail ?? ''})`;
+  }
+}
+
+/** The last line: `N passed, M failed`. */
+export function formatSummary(report: Pick<ConformReport, 'passed' | 'failed'>): string {
+  return `${report.passed} passed, ${report.failed} failed`;
+}

@@ -1,0 +1,88 @@
+// The conformance suite's one way to reach a downstream: `POST` an effect to its endpoint with a
+// Fencing-Token, signed as the gateway signs (or, on purpose, unsigned, forged, signed for another
+// route, or with the first round's v1), and read the answer whatever it is.
+import { createHmac } from 'node:crypto';
+import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
+import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
+
+/** How a request is signed: as the protocol asks, or wrong in one way a downstream must refuse. */
+export type Signing = 'signed' | 'unsigned' | 'forged' | 'other-route' | 'v1';
+
+export interface Attempt {
+  /** The Fencing-Token header's text; a number is sent as its digits. Left out: no header. */
+  token?: number | string;
+  /** The JSON body, or raw text sent as is (for bodies that are not JSON). */
+  body: unknown;
+  raw?: boolean;
+  signing?: Signing;
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+export interface Peer {
+  post(attempt: Attempt): Promise<Answer>;
+  close(): void;
+}
+
+export function createPeer(url: URL, secret: string | undefined, timeoutMs: number): Peer {
+  const agent = keepAliveAgent();
+  const path = `${url.pathname}${url.search}`;
+  return {
+    async post(attempt) {
+      const body = Buffer.from(attempt.raw ? String(attempt.body) : JSON.stringify(attempt.body));
+      const headers: Record<string, string> = {};
+      if (attempt.token !== undefined) headers[FENCING_TOKEN_HEADER] = String(attempt.token);
+      const signature = signatureOf(attempt.signing ?? 'signed', secret, path, Number(attempt.token ?? 0), body);
+      if (signature !== undefined) headers[SIGNATURE_HEADER] = signature;
+      const result = await exchange({ method: 'POST', url, body, headers, timeoutMs, agent });
+      if (result.kind !== 'response') throw new Error(unreachable(result, url, timeoutMs));
+      return { status: result.status, headers: result.headers, body: result.body };
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}
+
+function signatureOf(
+  signing: Signing,
+  secret: string | undefined,
+  path: string,
+  token: number,
+  body: Buffer,
+): string | undefined {
+  const now = Date.now();
+  switch (signing) {
+    case 'unsigned':
+      return undefined;
+    case 'signed':
+      return secret === undefined ? undefined : signatureHeader(secret, { method: 'POST', path, token, body }, now);
+    case 'forged':
+      return signatureHeader(`not ${secret ?? ''}`, { method: 'POST', path, token, body }, now);
+    case 'other-route':
+      return signatureHeader(secret ?? '', { method: 'POST', path: `${path}-elsewhere`, token, body }, now);
+    case 'v1': {
+      // The first round's scheme: the token and the body, without the method and path.
+      const mac = createHmac('sha256', secret ?? '')
+        .update(`${now}.${token}.`)
+        .update(body)
+        .digest('hex');
+      return `t=${now},v1=${mac}`;
+    }
+  }
+}
+
+function unreachable(result: Exclude<Exchange, { kind: 'response' }>, url: URL, timeoutMs: number): string {
+  switch (result.kind) {
+    case 'timeout':
+      return `no answer from ${url.href} within ${timeoutMs} ms`;
+    case 'aborted':
+      return 'aborted';
+    default:
+      return `${url.href} could not be reached (${result.code}: ${result.message})`;
+  }
+}

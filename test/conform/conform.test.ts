@@ -1,0 +1,81 @@
+// The conformance suite against downstreams written for the tests: one that keeps the protocol
+// passes every case; each deliberately broken one fails exactly the cases of the rule it breaks,
+// by name, and passes the rest.
+import { describe, expect, test } from 'vitest';
+import { conform, formatCase, formatSummary, type ConformReport } from '../../conform/index.js';
+import { toyDownstream } from '../helpers/toy-downstream.js';
+
+const TOKEN_CASES = [
+  'a higher token repeats as a duplicate',
+  'a lower token is fenced on the same key',
+  'a lower token is fenced on another key of the same job',
+];
+const RACE_CASES = ['racing identical requests give exactly one applied'];
+const SIGNATURE_CASES = ['unsigned is 401', 'forged is 401', "another route's signature is 401", 'v1 is 401'];
+
+const named = (report: ConformReport, status: 'passed' | 'failed' | 'skipped') =>
+  report.cases.filter((c) => c.status === status).map((c) => c.name);
+
+/** The report with each failure's reason, so a failing assertion shows why. */
+const shown = (report: ConformReport) => report.cases.map(formatCase).join('\n');
+
+describe('conform', () => {
+  test('a downstream that keeps the protocol passes every case; without a secret the signature cases are skipped', async () => {
+    const downstream = await toyDownstream();
+    const lines: string[] = [];
+    const report = await conform({ url: downstream.url, onCase: (c) => lines.push(formatCase(c)) });
+    expect(named(report, 'failed'), shown(report)).toEqual([]);
+    expect(named(report, 'skipped')).toEqual(SIGNATURE_CASES);
+    expect(report.passed).toBe(report.cases.length - SIGNATURE_CASES.length);
+    expect(lines).toEqual(report.cases.map(formatCase));
+    expect(formatSummary(report)).toBe(`${report.passed} passed, 0 failed`);
+  });
+
+  test('with its secret, every case passes, the signature cases included', async () => {
+    const downstream = await toyDownstream({ secret: 's3cret', path: '/hooks/effects' });
+    const report = await conform({ url: downstream.url, secret: 's3cret' });
+    expect(named(report, 'failed'), shown(report)).toEqual([]);
+    expect(named(report, 'skipped')).toEqual([]);
+  });
+
+  test('each run uses job ids of its own: a second run against the same downstream passes too', async () => {
+    const downstream = await toyDownstream();
+    await conform({ url: downstream.url });
+    const again = await conform({ url: downstream.url });
+    expect(named(again, 'failed'), shown(again)).toEqual([]);
+    const jobs = new Set(downstream.applied.map((e) => e.jobId.split('-').slice(0, 3).join('-')));
+    expect(jobs.size).toBe(2);
+  });
+
+  test.each([
+    ['ignores tokens', 'tokens', TOKEN_CASES, undefined],
+    ['applies twice under a race', 'race', RACE_CASES, undefined],
+    ['ignores signatures', 'signatures', SIGNATURE_CASES, 's3cret'],
+  ] as const)('a downstream that %s fails exactly those cases', async (_what, breaks, cases, secret) => {
+    const downstream = await toyDownstream({ breaks, ...(secret ? { secret } : {}) });
+    const report = await conform({ url: downstream.url, ...(secret ? { secret } : {}) });
+    expect(named(report, 'failed'), shown(report)).toEqual(cases);
+    expect(report.failed).toBe(cases.length);
+    for (const failure of report.cases.filter((c) => c.status === 'failed')) {
+      expect(failure.detail, failure.name).toMatch(/expected .+, got /);
+    }
+  });
+
+  test('an unreachable downstream fails every case, saying it could not be reached', async () => {
+    const downstream = await toyDownstream();
+    await downstream.close();
+    const report = await conform({ url: downstream.url, timeoutMs: 2_000 });
+    expect(report.passed).toBe(0);
+    expect(
+      report.cases.filter((c) => c.status === 'failed').every((c) => /could not be reached/.test(c.detail ?? '')),
+    ).toBe(true);
+  });
+
+  test('bad options are refused before anything is sent', async () => {
+    await expect(conform({ url: 'ftp://x/effects' })).rejects.toThrow('url must be an http:// URL');
+    await expect(conform({ url: 'http://127.0.0.1:1/e', secret: '' })).rejects.toThrow('secret must not be empty');
+    await expect(conform({ url: 'http://127.0.0.1:1/e', races: 1 })).rejects.toThrow(
+      'races must be an integer from 2 to 64',
+    );
+  });
+});

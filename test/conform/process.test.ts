@@ -1,0 +1,57 @@
+// `leasehold conform <url>` as a user runs it: one line per case, `N passed, M failed` last,
+// exit 0 when all passed and 1 on a failure; LEASEHOLD_SECRET for --secret; bad flags exit 2.
+// Run after `npm run build`.
+import { describe, expect, test } from 'vitest';
+import { runCli } from '../helpers/processes.js';
+import { toyDownstream } from '../helpers/toy-downstream.js';
+
+const CASES = 13;
+
+describe('leasehold conform (process)', () => {
+  test('a downstream that keeps the protocol, its secret from LEASEHOLD_SECRET: every case ok, exit 0', async () => {
+    const downstream = await toyDownstream({ secret: 'from-env' });
+    const { code, stdout, stderr } = await runCli(['conform', downstream.url], { LEASEHOLD_SECRET: 'from-env' });
+    const lines = stdout.trim().split('\n');
+    expect({ code, stderr, last: lines.at(-1) }, stdout).toEqual({
+      code: 0,
+      stderr: '',
+      last: `${CASES} passed, 0 failed`,
+    });
+    expect(lines.slice(0, -1)).toHaveLength(CASES);
+    expect(lines.slice(0, -1).every((line) => line.startsWith('ok    '))).toBe(true);
+  });
+
+  test('a downstream that applies twice under a race: its case FAILs by name with what came, exit 1', async () => {
+    const downstream = await toyDownstream({ breaks: 'race' });
+    const { code, stdout } = await runCli(['conform', downstream.url]);
+    const lines = stdout.trim().split('\n');
+    expect({ code, last: lines.at(-1) }, stdout).toEqual({ code: 1, last: `${CASES - 5} passed, 1 failed` });
+    expect(lines.filter((line) => line.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(
+        /^FAIL {2}racing identical requests give exactly one applied: 16 racing requests: expected 1 × 201 applied and 15 × 200 duplicate, got 16 × 201 applied$/,
+      ),
+    ]);
+    expect(lines.filter((line) => line.startsWith('skip'))).toHaveLength(4);
+  });
+
+  test('--help names the argument, the flags and the exit codes', async () => {
+    const { code, stdout } = await runCli(['conform', '--help']);
+    expect(code).toBe(0);
+    for (const phrase of ['<url>', '--secret', '--races', '--timeout-ms', 'N passed, M failed', 'Exit code 0']) {
+      expect(stdout, phrase).toContain(phrase);
+    }
+  });
+
+  test.each([
+    [['ftp://x/effects'], '<url> must be an http:// URL'],
+    [[], "missing required argument 'url'"],
+    [['http://127.0.0.1:1/e', '--races', '1'], '--races must be an integer of at least 2'],
+    [['http://127.0.0.1:1/e', '--races', '65'], '--races must be at most 64'],
+    [['http://127.0.0.1:1/e', '--secret', ''], 'the secret is empty'],
+  ])('bad usage %j: one line, exit 2', async (args, phrase) => {
+    const { code, stdout, stderr } = await runCli(['conform', ...args]);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderr).toMatch(/^leasehold conform: [^\n]+\n$/);
+    expect(stderr).toContain(phrase);
+  });
+});
