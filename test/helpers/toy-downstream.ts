@@ -127,8 +127,9 @@ export async function toyDownstream(options: ToyDownstreamOptions = {}): Promise
     if (refused) return refused;
     const recorded = effects.get(id);
     if (options.breaks === 'race') {
-      // The check and the write are apart: another request for the same key can slip between them.
-      await new Promise((r) => setTimeout(r, 20));
+      // The check and the write are apart, long enough on a loaded machine for the requests sent
+      // with this one to arrive in between: each of them finds nothing recorded and applies too.
+      await new Promise((r) => setTimeout(r, 300));
     }
     if (recorded) {
       if (recorded.qty !== qty || !isDeepStrictEqual(canonical(recorded.body), canonical(input.body))) {
