@@ -77,7 +77,8 @@ export interface Analysis {
 
 /** The limit each column is a ratio of, round by round: PostgreSQL's for its columns, else SQLite's. */
 function basisOf(id: string): string | null {
-  if (id === 'limit' || id === 'pgLimit') return null;
+  // The peer columns are read as ratios of each other (peers/report.ts).
+  if (id === 'limit' || id === 'pgLimit' || id.startsWith('peer')) return null;
   return id.startsWith('pg') ? 'pgLimit' : 'limit';
 }
 

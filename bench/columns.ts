@@ -7,6 +7,7 @@ import type { BenchOptions } from './options.js';
 import { openPostgresLimit, type PostgresSchemas } from './postgres.js';
 import { openEndToEndProbe, openHttpProbe, type System } from './services.js';
 import { openWorkerCliProbe, workerFlags } from './worker-cli.js';
+import { peerColumnSpecs } from './peers/columns.js';
 
 /** What the columns are opened with; systems start on first use and are shared. */
 export interface Resources {
@@ -23,6 +24,8 @@ export interface ColumnSpec {
   label: string;
   /** A column that explains others rather than meets a goal: skipped with --no-references. */
   reference?: boolean;
+  /** False: no slice of the limit just before each of its slices (a column not divided by the limit). */
+  paired?: boolean;
   open(r: Resources): Promise<ThroughputProbe>;
 }
 
@@ -136,6 +139,7 @@ export function columnSpecs(options: BenchOptions, notes: string[]): ColumnSpec[
       },
     );
   }
+  if (options.peers) specs.push(...peerColumnSpecs(options, notes));
   if (options.columns) {
     const unknown = options.columns.filter((id) => !specs.some((spec) => spec.id === id));
     if (unknown.length > 0)

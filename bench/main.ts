@@ -37,6 +37,10 @@ const program = new Command('npm run bench --')
     '--quick',
     `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples, no reference columns, no breakdown`,
   )
+  .option(
+    '--peers',
+    "also BullMQ (its own redis-server, AOF appendfsync always), graphile-worker (on the local PostgreSQL, or --postgres) and a BullMQ + idempotency-key reference, beside leasehold's worker library and `leasehold worker`, and print leasehold / peer per column",
+  )
   .option('--references', 'measure the reference columns too (the default in a full run)')
   .option('--no-references', 'skip the reference columns: bare node:http front, processes on one file, minimal worker')
   .option(

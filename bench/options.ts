@@ -21,6 +21,7 @@ export interface BenchFlags {
   e2eProcesses?: number;
   e2eConcurrency?: number;
   references?: boolean;
+  peers?: boolean;
   columns?: string;
   dir?: string;
   keep?: boolean;
@@ -53,6 +54,8 @@ export interface BenchOptions {
   e2eConcurrency: number;
   /** Also the reference columns, which explain the others: bare node:http, processes on one file, a minimal worker. */
   references: boolean;
+  /** Also BullMQ, graphile-worker and the BullMQ + idempotency-key reference, beside leasehold's worker (peers/). */
+  peers: boolean;
   /** Only these columns (and the limit), to profile one in isolation; null: all. */
   columns: string[] | null;
   /** Parent folder for this run's temporary folder. */
@@ -141,6 +144,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
     e2eProcesses,
     e2eConcurrency,
     references: flags.references ?? base.references,
+    peers: flags.peers ?? false,
     columns: flags.columns === undefined ? null : flags.columns.split(',').map((id) => id.trim()),
     baseDir: dir,
     baseDirReason: reason,

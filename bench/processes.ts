@@ -78,6 +78,12 @@ export function startBareFront(
   );
 }
 
+/** Starts a compiled benchmark script (`path`) the same way: counted, and listening once it says so. */
+export function startScript(name: string, path: string, args: string[], timeoutMs = 20_000): Promise<ChildService> {
+  const counts = new CountsReader();
+  return listening(name, spawnNode([path, ...args], childOptions(name, counts)), counts, timeoutMs);
+}
+
 /** Node flags for the services and reference fronts: empty, or a CPU profile each. */
 let childNodeFlags: string[] = [];
 let profileDir: string | undefined;

@@ -4,6 +4,7 @@ import type { Analysis, ColumnResult } from './analysis.js';
 import type { Goal } from './goals.js';
 import type { RunRecord } from './run.js';
 import type { Summary } from './stats.js';
+import { peerResults, renderPeers } from './peers/report.js';
 
 function fmt(value: number | undefined | null, digits: number): string {
   return value === undefined || value === null || !Number.isFinite(value) ? '-' : value.toFixed(digits);
@@ -148,6 +149,7 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
   if (lat.errors) out.push(`  ${lat.errors} sends failed; first: ${lat.firstError}`);
   out.push(
     '',
+    ...(o.peers ? [renderPeers(peerResults(run, analysis)), ''] : []),
     'Peak resident memory (VmHWM) over the whole run, the largest of each kind:',
     table(
       ['process', 'MiB'],
@@ -184,6 +186,7 @@ export function renderJson(run: RunRecord | null, analysis: Analysis | null, ext
       notes: run?.notes ?? null,
       memory: analysis?.memory ?? null,
       goals: analysis?.goals ?? null,
+      ...(run?.options.peers && analysis ? { peers: peerResults(run, analysis) } : {}),
       ...extra,
       rounds: run?.rounds ?? null,
     },

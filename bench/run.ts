@@ -114,7 +114,7 @@ export async function runBench(
         ctx,
         options.sliceMs,
         options.pairMs,
-        (i) => !specs[i]!.id.startsWith('pg'),
+        (i) => specs[i]!.paired !== false && !specs[i]!.id.startsWith('pg'),
       );
       const columnsMs = Date.now() - roundStarted;
       const columns: Record<string, Throughput> = {};

@@ -84,16 +84,29 @@ export class System {
     readonly gateway: ChildService,
   ) {}
 
-  /** `name.*.sqlite` files in `dir`, or PostgreSQL URLs (`dbs`) for the queue and the receiver. */
-  static async start(dir: string, name: string, dbs?: { queue: string; receiver: string }): Promise<System> {
+  /**
+   * `name.*.sqlite` files in `dir` (in `journal` mode), or PostgreSQL URLs (`dbs`) for the queue
+   * and the receiver.
+   */
+  static async start(
+    dir: string,
+    name: string,
+    dbs?: { queue: string; receiver: string },
+    journal: SqliteJournal = 'delete',
+  ): Promise<System> {
     const queueDbPath = dbs?.queue ?? join(dir, `${name}-queue.sqlite`);
     const receiverDb = dbs?.receiver ?? join(dir, `${name}-receiver.sqlite`);
-    const queueDb = await QueueDb.open(queueDbPath);
+    const queueDb = await QueueDb.open(queueDbPath, journal);
+    const journalArgs = dbs ? [] : ['--journal', journal];
     const started: ChildService[] = [];
     try {
       const [queue, receiver] = await Promise.all([
-        startService(`queue (${name})`, 'queue', ['--db', queueDbPath]).then((s) => (started.push(s), s)),
-        startService(`receiver (${name})`, 'receiver', ['--db', receiverDb]).then((s) => (started.push(s), s)),
+        startService(`queue (${name})`, 'queue', ['--db', queueDbPath, ...journalArgs]).then(
+          (s) => (started.push(s), s),
+        ),
+        startService(`receiver (${name})`, 'receiver', ['--db', receiverDb, ...journalArgs]).then(
+          (s) => (started.push(s), s),
+        ),
       ]);
       started.push(
         await startService(`gateway (${name})`, 'gateway', ['--queue', queue.url, '--receiver', receiver.url]),
@@ -115,7 +128,7 @@ export class System {
     const pg = this.queueDb.isPostgres;
     return meters(
       this.queueDb.commits,
-      pg ? async () => ({}) : sqliteCommits(this.receiverDb),
+      pg ? async () => ({}) : sqliteCommits(this.receiverDb, this.queueDb.journal),
       serviceCounts(this.queue, 'queue', pg),
       serviceCounts(this.receiver, 'receiver', pg),
       serviceCounts(this.gateway, 'gateway'),

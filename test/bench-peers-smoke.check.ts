@@ -1,0 +1,59 @@
+// One short round of `npm run bench -- --peers` (built): leasehold's worker and each peer run
+// without errors, each reports jobs/s and CPU per job, and every comparison a leasehold ÷ peer
+// ratio. Without redis-server the BullMQ columns are skipped with one note.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { expect, test } from 'vitest';
+
+const MAIN = fileURLToPath(new URL('../dist/bench/main.js', import.meta.url));
+
+interface Summary {
+  median: number;
+}
+
+interface Report {
+  columns: { id: string; perSec: Summary | null; cpuMsPerJob: Summary | null; errors: number; firstError?: string }[];
+  peers: { column: string; rows: { id: string; perSec: Summary | null; ratio: Summary | null }[] }[];
+  notes: string[];
+}
+
+test('a quick round of --peers measures leasehold beside BullMQ, the idempotency-key reference and graphile-worker', async () => {
+  const columns = ['peerLh1', 'peerBull1', 'peerIdem', 'peerGraphile1'];
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      MAIN,
+      '--quick',
+      '--rounds',
+      '1',
+      '--window-ms',
+      '200',
+      '--samples',
+      '10',
+      '--peers',
+      '--columns',
+      columns.join(','),
+      '--json',
+    ],
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  const report = JSON.parse(stdout) as Report;
+  const noRedis = report.notes.some((note) => note.includes('no redis-server'));
+  const expected = noRedis ? ['peerLh1', 'peerGraphile1'] : columns;
+  expect(report.columns.map((c) => c.id).filter((id) => id.startsWith('peer'))).toEqual(expected);
+  for (const column of report.columns.filter((c) => c.id.startsWith('peer'))) {
+    expect({ id: column.id, errors: column.errors, firstError: column.firstError }).toEqual({
+      id: column.id,
+      errors: 0,
+      firstError: undefined,
+    });
+    expect(column.perSec?.median, column.id).toBeGreaterThan(0);
+    expect(column.cpuMsPerJob?.median, column.id).toBeGreaterThan(0);
+  }
+  const oneWorker = report.peers.find((p) => p.column === '1 worker')!;
+  expect(oneWorker.rows.map((r) => r.id)).toEqual(
+    noRedis ? ['peerLh1', 'peerGraphile1'] : ['peerLh1', 'peerBull1', 'peerGraphile1'],
+  );
+  for (const row of oneWorker.rows.slice(1)) expect(row.ratio?.median, row.id).toBeGreaterThan(0);
+});
