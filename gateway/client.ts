@@ -1,8 +1,8 @@
 // A typed client for the gateway's `POST /send`. Error answers come back as the same
 // GatewayError (code, status, details) the gateway rendered; an unreachable gateway is
 // `gateway_unavailable`; an aborted send rejects with the signal's reason.
-import { GatewayError, isGatewayErrorCode, type GatewayErrorCode } from './errors.js';
-import { JsonPeer, type JsonPeerOptions } from '../platform/json-peer.js';
+import { GATEWAY_ERROR_STATUS, GatewayError } from './errors.js';
+import { JsonPeer, type JsonPeerOptions, type PeerErrors } from '../platform/json-peer.js';
 import type { SendOutcome, SendRequest } from './types.js';
 
 export type { SendOutcome, SendRequest } from './types.js';
@@ -37,12 +37,10 @@ export class GatewayClient extends JsonPeer<GatewayError> {
 }
 
 /** How the gateway's client words what went wrong. */
-const GATEWAY_ERRORS = {
+const GATEWAY_ERRORS: PeerErrors<GatewayError> = {
   service: 'gateway',
-  isCode: isGatewayErrorCode,
-  create: (code: string, message: string, details: Record<string, unknown>, status?: number) =>
-    new GatewayError(code as GatewayErrorCode, message, details, status),
-  unavailable: 'gateway_unavailable',
+  table: GATEWAY_ERROR_STATUS,
+  create: (code, message, details, status) => new GatewayError(code, message, details, status),
   afterTimeout: 'the effect may or may not have been applied — send again, it is idempotent.',
   afterUnreachable: 'send again once it is back.',
 };

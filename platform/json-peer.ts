@@ -14,7 +14,7 @@ import {
   type Exchange,
 } from './exchange.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
-import { ServiceError } from './service-error.js';
+import { isCodeOf, ServiceError } from './service-error.js';
 
 /** An answer, whatever its status. */
 export type JsonResponse = Extract<Exchange, { kind: 'response' }>;
@@ -53,14 +53,12 @@ export interface PeerRequest extends PeerCallOptions {
 
 /** How one service's client words its errors: its class, its table of codes, what to tell a caller. */
 export interface PeerErrors<E extends ServiceError> {
-  /** The service as messages name it: "The queue at http://...". */
+  /** The service as messages name it ("The queue at http://..."); "no answer" is `<service>_unavailable`. */
   service: string;
-  /** Whether `code` is in the service's table. */
-  isCode(code: string): boolean;
+  /** The service's table from code to status: an answered code in it is rebuilt, any other is not. */
+  table: Readonly<Record<E['code'], number>>;
   /** The service's error; `status` is the one answered, for the codes whose status is not fixed. */
-  create(code: string, message: string, details: Record<string, unknown>, status?: number): E;
-  /** The code of "no answer": `queue_unavailable`... */
-  unavailable: string;
+  create(code: E['code'], message: string, details: Record<string, unknown>, status?: number): E;
   /** Follows "did not answer within N ms (timed out); ": whether a write may have landed, and what to do. */
   afterTimeout: string;
   /** Follows "could not be reached (...)", when there is something to do. */
@@ -146,8 +144,8 @@ export abstract class JsonPeer<E extends ServiceError> {
   /** The service's error an `{error: {...}}` body carries, from a whole answer or one entry of a batch. */
   protected errorFromBody(body: unknown, status: number): E {
     const error: AnsweredError | undefined = errorInBody(body);
-    const { service, isCode, create } = this.errors;
-    if (error && isCode(error.code)) {
+    const { service, table, create } = this.errors;
+    if (error && isCodeOf(table, error.code)) {
       return create(
         error.code,
         error.message ?? `The ${service} answered ${status} ${error.code}.`,
@@ -156,14 +154,21 @@ export abstract class JsonPeer<E extends ServiceError> {
       );
     }
     return create(
-      status >= 500 ? 'internal' : 'invalid_request',
+      this.code(status >= 500 ? 'internal' : 'invalid_request'),
       `The ${service} answered ${status} without a recognisable error body.`,
       { status },
     );
   }
 
+  /** `code` as the service's own: every table has the edge's codes and `<service>_unavailable`. */
+  private code(code: string): E['code'] {
+    if (!isCodeOf(this.errors.table, code)) throw new Error(`The ${this.errors.service} has no error code ${code}.`);
+    return code;
+  }
+
   private failure(res: Exclude<Exchange, { kind: 'aborted' }>, timeoutMs: number): E {
-    const { service, create, unavailable, afterTimeout, afterUnreachable } = this.errors;
+    const { service, create, afterTimeout, afterUnreachable } = this.errors;
+    const unavailable = this.code(`${service}_unavailable`);
     const at = `The ${service} at ${this.baseUrl.origin}`;
     switch (res.kind) {
       case 'response':

@@ -1,8 +1,8 @@
 // A typed client for the queue's HTTP API. Error responses come back as the same QueueError
 // (same `code`, same details) the service threw; an unreachable queue is `queue_unavailable`;
 // a call whose signal aborts rejects with the signal's reason.
-import { isQueueErrorCode, QueueError, type QueueErrorCode } from './errors.js';
-import { JsonPeer, type JsonPeerOptions, type PeerCallOptions } from '../platform/json-peer.js';
+import { QUEUE_ERROR_STATUS, QueueError } from './errors.js';
+import { JsonPeer, type JsonPeerOptions, type PeerCallOptions, type PeerErrors } from '../platform/json-peer.js';
 import type { Job, JobPage, JobStatus, JobSummary, Lease, RetryInput, Stats } from './types.js';
 
 /** Which jobs a listing holds: of `status` when given, after the job `after`, at most `limit` (default 100). */
@@ -257,11 +257,9 @@ export class QueueClient extends JsonPeer<QueueError> {
 }
 
 /** How the queue's client words what went wrong. */
-const QUEUE_ERRORS = {
+const QUEUE_ERRORS: PeerErrors<QueueError> = {
   service: 'queue',
-  isCode: isQueueErrorCode,
-  create: (code: string, message: string, details: Record<string, unknown>) =>
-    new QueueError(code as QueueErrorCode, message, details),
-  unavailable: 'queue_unavailable',
+  table: QUEUE_ERROR_STATUS,
+  create: (code, message, details) => new QueueError(code, message, details),
   afterTimeout: 'if the call was a write, it may or may not have been applied.',
 };

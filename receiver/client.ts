@@ -2,8 +2,8 @@
 // given the secret) and read back what was recorded. Error answers come back as the same
 // ReceiverError the receiver rendered; an unreachable receiver is `receiver_unavailable`.
 import { urlUnder } from '../platform/exchange.js';
-import { JsonPeer, type JsonPeerOptions, type PeerCallOptions } from '../platform/json-peer.js';
-import { isReceiverErrorCode, ReceiverError, type ReceiverErrorCode } from './errors.js';
+import { JsonPeer, type JsonPeerOptions, type PeerCallOptions, type PeerErrors } from '../platform/json-peer.js';
+import { RECEIVER_ERROR_STATUS, ReceiverError } from './errors.js';
 import type { Effect } from './rules.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from './signature.js';
 import type { JournalEntry, PageQuery, Totals } from './store.js';
@@ -193,11 +193,9 @@ export class ReceiverClient extends JsonPeer<ReceiverError> {
 }
 
 /** How the receiver's client words what went wrong. */
-const RECEIVER_ERRORS = {
+const RECEIVER_ERRORS: PeerErrors<ReceiverError> = {
   service: 'receiver',
-  isCode: isReceiverErrorCode,
-  create: (code: string, message: string, details: Record<string, unknown>, status?: number) =>
-    new ReceiverError(code as ReceiverErrorCode, message, details, status),
-  unavailable: 'receiver_unavailable',
+  table: RECEIVER_ERROR_STATUS,
+  create: (code, message, details, status) => new ReceiverError(code, message, details, status),
   afterTimeout: 'a record may or may not have been applied: send it again, a repeat is a duplicate.',
 };

@@ -6,7 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { keepAliveAgent } from '../../platform/exchange.js';
 import { JsonPeer, type JsonPeerOptions, type PeerRequest } from '../../platform/json-peer.js';
-import { EDGE_ERROR_STATUS, isCodeOf, ServiceError } from '../../platform/service-error.js';
+import { EDGE_ERROR_STATUS, ServiceError } from '../../platform/service-error.js';
 
 const STATUS = { ...EDGE_ERROR_STATUS, toy_refused: 409, toy_unavailable: 503 } as const;
 type Code = keyof typeof STATUS;
@@ -28,9 +28,8 @@ class ToyClient extends JsonPeer<ToyError> {
       { timeoutMs: 2_000, maxAnswerBytes: 1024 },
       {
         service: 'toy',
-        isCode: (code) => isCodeOf(STATUS, code),
-        create: (code, message, details, status) => new ToyError(code as Code, message, details, status),
-        unavailable: 'toy_unavailable',
+        table: STATUS,
+        create: (code, message, details, status) => new ToyError(code, message, details, status),
         afterTimeout: 'it may have been applied.',
         afterUnreachable: 'try again later.',
       },
