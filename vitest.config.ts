@@ -26,6 +26,8 @@ const TEST_LAYERS = {
     'test/platform/group-commit.test.ts',
     'test/platform/database-conditions.test.ts',
     'test/queue/sqlite-plan.test.ts',
+    'test/queue/sql-entry.test.ts',
+    'test/queue/sql-rules.test.ts',
     'test/queue/long-poll.test.ts',
     'test/queue/postgres.test.ts',
   ],

@@ -1,16 +1,15 @@
 // One claim + finish cycle, several ways, each timed per statement inside the driver: the
-// store as shipped, and the store's own SQL (claimIn/finishIn) on the bare driver without
-// knex, with statements prepared once or prepared on every call.
-import { claimIn, finishIn } from '../queue/knex-store.js';
+// store's own SQL (queue/sql/index.ts) on the store's write path (platform/sqlite.ts: one
+// connection, statements prepared once, group commit), and the same SQL on the bare driver
+// without it, with statements prepared once or prepared on every call.
 import type { Executor } from '../platform/sql.js';
-import { SQLITE_PICK_SQL } from '../queue/sqlite-store.js';
-import type { QueueStore } from '../queue/index.js';
+import { openSqlite } from '../platform/sqlite.js';
+import { claimManyIn, finishIn } from '../queue/sql/index.js';
 import type sqlite3 from 'sqlite3';
 import { openBare, type BareDb } from './bare-sqlite.js';
 import { runLoops, type Cycle } from './loops.js';
 import { QueueDb, Sizing, type Probe } from './measure.js';
 import { meters, metered } from './meters.js';
-import { openObservedSqliteStore } from './observed-store.js';
 import { StatementClock } from './statement-clock.js';
 
 const LEASE_MS = 30_000;
@@ -105,25 +104,37 @@ function variant(
   };
 }
 
-function storeCycle(store: QueueStore): Cycle {
+/** A claim and a finish of the store's SQL, each in a transaction `run` provides, at the process clock. */
+function sqlCycle(run: <T>(work: (executor: Executor) => Promise<T>) => Promise<T>): Cycle {
   return async () => {
-    const lease = await store.claim(OWNER, LEASE_MS);
+    const [lease] = await run((executor) => claimManyIn(executor, 'sqlite', OWNER, LEASE_MS, 1, Date.now()));
     if (!lease) return false;
-    await store.finish(lease.id, { owner: OWNER, token: lease.token }, null);
+    await run((executor) =>
+      finishIn(executor, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now()),
+    );
     return true;
   };
 }
 
-/** store.claim + store.finish on the store as the queue opens it, its driver connection timed. */
+/**
+ * The store's SQL on the store's own write path, every statement the connection runs timed: what
+ * the queue's SQLite store does for a claim and a finish, without the HTTP edge.
+ */
 export async function storeVariant(db: string, id: string, label: string): Promise<CycleVariant> {
+  const queue = await QueueDb.open(db);
   const clock = new StatementClock();
-  const store = await openObservedSqliteStore(db, clock);
-  return variant(id, label, QueueDb.wrap(db, store), clock, storeCycle(store), () => store.close());
+  const sqlite = openSqlite({ filename: db });
+  sqlite.onStatement((sql, ms) => clock.record(sql, ms));
+  return variant(id, label, queue, clock, sqlCycle(sqlite.write), async () => {
+    await sqlite.close();
+    await queue.close();
+  });
 }
 
 /**
- * The store's own claimIn/finishIn on the bare driver: the same SQL and transactions, no knex;
- * each statement prepared once and reused (as platform/sqlite-connection.ts does), or on every call.
+ * The store's own claimManyIn/finishIn on the bare driver: the same SQL and transactions, no
+ * knex; each statement prepared once and reused (as platform/sqlite-connection.ts does), or on
+ * every call.
  */
 export async function bareVariant(db: string, id: string, label: string, prepared: boolean): Promise<CycleVariant> {
   const queue = await QueueDb.open(db);
@@ -131,15 +142,7 @@ export async function bareVariant(db: string, id: string, label: string, prepare
   const clock = new StatementClock();
   clock.wrap(bare.handle as unknown as Record<string, unknown>);
   const executor = prepared ? preparedExecutor(bare) : unpreparedExecutor(bare);
-  const dialect = { pickSql: SQLITE_PICK_SQL };
-  const cycle: Cycle = async () => {
-    const lease = await inTransaction(bare, () => claimIn(executor, dialect, OWNER, LEASE_MS, Date.now()));
-    if (!lease) return false;
-    await inTransaction(bare, () =>
-      finishIn(executor, 'reject', lease.id, { owner: OWNER, token: lease.token }, null, Date.now()),
-    );
-    return true;
-  };
+  const cycle = sqlCycle((work) => inTransaction(bare, () => work(executor)));
   return variant(id, label, queue, clock, cycle, async () => {
     await executor.release();
     await bare.close();

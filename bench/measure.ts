@@ -2,9 +2,9 @@
 // queue databases the windows run on: a migrated store opened by the benchmark itself, used to
 // top up jobs between windows.
 import type { Knex } from 'knex';
-import type { KnexQueueStore } from '../queue/knex-store.js';
 import { openQueueStore, type QueueStore } from '../queue/index.js';
-import type { SqliteJournal } from '../platform/sqlite.js';
+import { openPostgres, parsePostgresUrl } from '../platform/postgres.js';
+import { openSqlite, type SqliteDatabase, type SqliteJournal } from '../platform/sqlite.js';
 import { perSecond, type LoopResult } from './loops.js';
 import { cpuTotal, sqliteCommits, type ByKind, type Meter } from './meters.js';
 import { topUp } from './seed.js';
@@ -130,8 +130,14 @@ export async function interleave(
   });
 }
 
-/** A queue database seen from the benchmark: the same store the services open, migrated. */
+/**
+ * A queue database seen from the benchmark: the same store the services open, migrated, and a
+ * handle of the benchmark's own (opened through platform/) for the few statements it sends
+ * itself, such as parking pending jobs.
+ */
 export class QueueDb {
+  private own: { knex: Knex; close(): Promise<void> } | undefined;
+
   private constructor(
     readonly db: string,
     readonly journal: SqliteJournal,
@@ -143,17 +149,16 @@ export class QueueDb {
     return new QueueDb(db, journal, await openQueueStore({ db, journal }));
   }
 
-  /** A store opened some other way (a prototype), on database `db`. */
-  static wrap(db: string, store: QueueStore): QueueDb {
-    return new QueueDb(db, 'delete', store);
-  }
-
   get isPostgres(): boolean {
     return /^postgres(ql)?:\/\//i.test(this.db);
   }
 
-  get knex(): Knex {
-    return (this.store as KnexQueueStore).knex;
+  /** Runs one statement of the benchmark's own on the database (its queue_jobs table). */
+  async execute(sql: string, bindings: readonly Knex.Value[] = []): Promise<void> {
+    this.own ??= this.isPostgres
+      ? ownPostgres(this.db)
+      : ownSqlite(openSqlite({ filename: this.db, journal: this.journal }));
+    await this.own.knex.raw(sql, bindings);
   }
 
   /** Durable commits on the file from any process; on PostgreSQL, give none (the processes count theirs). */
@@ -163,12 +168,22 @@ export class QueueDb {
 
   /** Makes `pending` jobs pending, before a slice starts; new ones claimable at `runAt` (default now). */
   async topUp(pending: number, label: string, runAt?: number): Promise<void> {
-    await topUp(this.knex, pending, label, runAt);
+    await topUp(this.store, pending, label, runAt);
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  async close(): Promise<void> {
+    await this.own?.close();
+    await this.store.close();
   }
+}
+
+function ownSqlite(db: SqliteDatabase) {
+  return { knex: db.knex, close: () => db.close() };
+}
+
+function ownPostgres(url: string) {
+  const knex = openPostgres(parsePostgresUrl(url));
+  return { knex, close: () => knex.destroy() };
 }
 
 /**

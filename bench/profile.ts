@@ -2,8 +2,7 @@
 // same cycle, interleaved round by round like the main table, each timed per statement inside
 // the driver; and what a claim costs as the backlog of pending jobs grows.
 import { join } from 'node:path';
-import { claimIn } from '../queue/knex-store.js';
-import { SQLITE_PICK_SQL } from '../queue/sqlite-store.js';
+import { claimManyIn } from '../queue/sql/index.js';
 import { openBare } from './bare-sqlite.js';
 import {
   SHIPPED,
@@ -19,7 +18,6 @@ import {
 import { LIMIT_TABLE, LIMIT_UPDATE } from './limit.js';
 import { perSecond, runLoops } from './loops.js';
 import { QueueDb, interleave, type RoundContext, type Throughput } from './measure.js';
-import { topUp } from './seed.js';
 import { StatementClock } from './statement-clock.js';
 
 export interface ProfileOptions {
@@ -94,7 +92,7 @@ async function openVariants(dir: string): Promise<CycleVariant[]> {
         storeVariant(
           join(dir, 'profile-store.sqlite'),
           'store',
-          'store as shipped (statements prepared once, writes straight on the connection)',
+          "store's SQL on the store's write path (platform/sqlite.ts: statements prepared once, straight on the connection)",
         ),
     ],
     [
@@ -177,18 +175,17 @@ export async function runProfile(
 async function claimCostByBacklog(db: string, schema: Schema, name: string, sizes: number[]) {
   const CLAIMS = 100;
   const queue = await QueueDb.open(db);
-  for (const sql of schema.changes) await queue.knex.raw(sql);
+  for (const sql of schema.changes) await queue.execute(sql);
   const bare = await openBare(db);
   const executor = preparedExecutor(bare);
-  const dialect = { pickSql: SQLITE_PICK_SQL };
   const out: { schema: string; pending: number; msPerClaim: number }[] = [];
   try {
     for (const pending of sizes) {
-      await topUp(queue.knex, pending + CLAIMS, 'backlog');
+      await queue.topUp(pending + CLAIMS, 'backlog');
       await bare.run('BEGIN IMMEDIATE');
       const started = performance.now();
       for (let i = 0; i < CLAIMS; i++) {
-        await claimIn(executor, dialect, 'bench-backlog', 30_000, Date.now());
+        await claimManyIn(executor, 'sqlite', 'bench-backlog', 30_000, 1, Date.now());
       }
       const ms = (performance.now() - started) / CLAIMS;
       await bare.run('ROLLBACK');

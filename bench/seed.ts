@@ -1,32 +1,32 @@
-// Jobs for a window: tops a queue database up to a number of pending jobs in one transaction,
-// through the store's own insert (enqueueIn), so rows and indexes look like real enqueues.
+// Jobs for a window: tops a queue up to a number of pending jobs through the store's public
+// enqueue, many at once (they share transactions), so rows and indexes are real enqueues.
 import { randomBytes } from 'node:crypto';
-import type { Knex } from 'knex';
-import { enqueueIn } from '../queue/knex-store.js';
-import { DEFAULT_MAX_ATTEMPTS, type NewJob } from '../queue/index.js';
+import { DEFAULT_MAX_ATTEMPTS, type NewJob, type QueueStore } from '../queue/index.js';
 
 const runPrefix = randomBytes(3).toString('hex');
 let nextId = 0;
+/** Enqueues in flight at once: enough to fill the group commit's batches. */
+const IN_FLIGHT = 256;
 
-export async function pendingJobs(knex: Knex): Promise<number> {
-  const rows: { n: number | string }[] = await knex('queue_jobs').where('status', 'pending').count({ n: '*' });
-  return Number(rows[0]?.n ?? 0);
+export async function pendingJobs(store: QueueStore): Promise<number> {
+  return (await store.stats()).pending;
 }
 
 /**
  * Enqueues enough jobs that `target` are pending; returns how many were added. `runAt`: when
  * the new jobs become claimable (default now).
  */
-export async function topUp(knex: Knex, target: number, label: string, runAt?: number): Promise<number> {
-  const missing = target - (await pendingJobs(knex));
+export async function topUp(store: QueueStore, target: number, label: string, runAt?: number): Promise<number> {
+  const missing = target - (await pendingJobs(store));
   if (missing <= 0) return 0;
-  await knex.transaction(async (trx) => {
-    const now = Date.now();
-    for (let i = 0; i < missing; i++) {
-      const id = `${label}-${runPrefix}-${nextId++}`;
-      await enqueueIn(trx, seedJob(id, runAt), now);
+  let next = 0;
+  const lane = async () => {
+    while (next < missing) {
+      next++;
+      await store.enqueue(seedJob(`${label}-${runPrefix}-${nextId++}`, runAt));
     }
-  });
+  };
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, missing) }, lane));
   return missing;
 }
 

@@ -49,14 +49,12 @@ export async function openWorkerCliProbe(
     ...(flags.has('--concurrency') ? ['--concurrency', String(concurrency)] : []),
     ...(flags.has('--log-level') ? ['--log-level', 'silent'] : []),
   ];
-  const knex = system.queueDb.knex;
+  const { queueDb } = system;
   const parkedUntil = () => Date.now() + PARKED_RUN_AT_MS;
-  const park = async () => {
-    await knex('queue_jobs').where('status', 'pending').update({ run_at: parkedUntil() });
-  };
-  const unpark = async () => {
-    await knex('queue_jobs').where('status', 'pending').update({ run_at: Date.now() });
-  };
+  const setRunAt = (runAt: number) =>
+    queueDb.execute(`UPDATE queue_jobs SET run_at = ? WHERE status = 'pending'`, [runAt]);
+  const park = () => setRunAt(parkedUntil());
+  const unpark = () => setRunAt(Date.now());
   // Jobs claimed and not yet ended, from the workers' own lines: reading the file instead would
   // hold its shared lock against the queue's commits.
   let inHand = 0;

@@ -1,5 +1,5 @@
 // Lease checks coalesced: while one check is on its way to the queue, the checks of other sends
-// wait for it, then go together in one `POST /verifications`, read by the queue at one instant.
+// wait for it, then go together in one `POST /verifications`, which the queue reads in one statement.
 // A lone check is never held back; each send still gets its own answer, or its own refusal: a
 // batch the queue refuses as a whole is asked again one check at a time, so no send's input can
 // fail another's check.

@@ -185,7 +185,7 @@ export function createQueueApp({
     res.json({ job });
   });
 
-  // Several lease checks in one request, read at one instant: the gateway's coalesced verify.
+  // Several lease checks in one request, their rows read by one statement: the gateway's coalesced verify.
   app.post('/verifications', json, async (req, res) => {
     const body = parse(verificationsBody, req.body);
     const answers = await store.verifyMany(body.leases);

@@ -211,7 +211,7 @@ export class QueueClient extends JsonPeer<QueueError> {
   }
 
   /**
-   * Several lease checks in one request, read at one instant: each answer is the lease or the
+   * Several lease checks in one request, read by one statement: each answer is the lease or the
    * QueueError that `verify` would have thrown for it, in the order asked (at most 100).
    */
   async verifyMany(

@@ -157,7 +157,7 @@ export const QUEUE_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'post',
     path: '/verifications',
-    summary: 'Several lease checks read at one instant: each answer a lease or the error `verify` would give.',
+    summary: 'Several lease checks read by one statement: each answer a lease or the error `verify` would give.',
     body: verificationsBody,
     responses: {
       200: {

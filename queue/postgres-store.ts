@@ -1,10 +1,13 @@
 // The queue on PostgreSQL: several queue processes, on several hosts, share one database.
-// The SQL is KnexQueueStore's; this dialect adds the claim's row pick with FOR UPDATE SKIP
-// LOCKED, the database server's clock read inside each transaction, and retries of
+// The SQL is queue/sql/'s (with its PostgreSQL variants: the claim's pick with FOR UPDATE SKIP
+// LOCKED, the sweep skipping locked rows); this dialect adds the database server's clock read
+// inside each transaction, after the row a fenced write changes is locked, and retries of
 // serialization failures and deadlocks.
 import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
-import { KnexQueueStore, type Dialect } from './knex-store.js';
+import type { Dialect } from './dialect.js';
+import { KnexQueueStore } from './knex-store.js';
+import { LOCK_ROW } from './sql/lock-row.js';
 import { rowsOf, type Executor } from '../platform/sql.js';
 import { PostgresClaimableSignal } from './claimable.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
@@ -39,28 +42,6 @@ export interface PostgresQueueOptions {
 /** The server's clock in epoch milliseconds; clock_timestamp() is the time of the call itself. */
 const SERVER_NOW = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now`;
 
-/**
- * Each branch walks its own partial index and stops after `limit` rows it can lock; rows another
- * claim has locked are skipped, not waited for. The better of the two is the claim. Unlike on
- * SQLite, the pick itself leaves out jobs the quarantine would make dead (deadline passed, or
- * expired with attempts spent): the sweep skips locked rows too, so a job it could not reach
- * must still never get a token. Each branch binds `now` once, as `c.now`, then its limit.
- */
-const PICK_SQL = `WITH pending AS (
-    SELECT j.seq, j.priority, j.run_at FROM queue_jobs j CROSS JOIN (SELECT ?::bigint AS now) c
-    WHERE j.status = 'pending' AND j.run_at <= c.now AND (j.deadline IS NULL OR j.deadline > c.now)
-    ORDER BY j.priority DESC, j.run_at, j.seq LIMIT ?
-    FOR UPDATE OF j SKIP LOCKED
-  ), expired AS (
-    SELECT j.seq, j.priority, j.run_at FROM queue_jobs j CROSS JOIN (SELECT ?::bigint AS now) c
-    WHERE j.status = 'leased' AND j.lease_until <= c.now AND j.attempts < j.max_attempts
-      AND (j.deadline IS NULL OR j.deadline > c.now)
-    ORDER BY j.priority DESC, j.run_at, j.seq LIMIT ?
-    FOR UPDATE OF j SKIP LOCKED
-  )
-  SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS best
-  ORDER BY priority DESC, run_at, seq LIMIT ?`;
-
 export function postgresDialect(options: {
   schema: string | undefined;
   clock?: Clock;
@@ -73,11 +54,22 @@ export function postgresDialect(options: {
     return Number(row?.now);
   };
   return {
+    sql: 'postgres',
+    serverClock: clock === undefined,
     // READ COMMITTED is enough: every fencing check is one conditional UPDATE, which PostgreSQL
     // re-evaluates on the newest row version after waiting for a concurrent writer, and a claim
-    // locks its row before writing it. `now` is read first, inside the transaction, so every
-    // decision in it uses one instant of the one clock.
-    write: (knex, work) => retryPg(() => knex.transaction(async (trx) => work(trx, await now(trx))), retryBudgetMs),
+    // locks its rows before writing them. A holder's fenced write locks its row first (LOCK_ROW),
+    // so `now` is read after any wait for that lock; every decision in the transaction then uses
+    // that one reading of the one clock.
+    write: (knex, work, lockId) =>
+      retryPg(
+        () =>
+          knex.transaction(async (trx) => {
+            if (lockId !== undefined) await trx.raw(LOCK_ROW.sql, LOCK_ROW.bind({ id: lockId }));
+            return work(trx, await now(trx));
+          }),
+        retryBudgetMs,
+      ),
     now,
     migrate: (knex: Knex) => migrateSerialised(knex, schema, () => knex.migrate.latest(queueMigrations)),
     unavailable: (err) => {
@@ -93,11 +85,6 @@ export function postgresDialect(options: {
           )
         : undefined;
     },
-    pickSql: PICK_SQL,
-    idListSql: 'SELECT jsonb_array_elements_text(?::jsonb)',
-    // Concurrent claims each run the quarantine sweep; skipping rows another transaction holds
-    // means sweeps never wait on each other nor deadlock (the pick above covers what is skipped).
-    sweepLock: 'FOR UPDATE SKIP LOCKED',
     claimableSignal: (knex) => new PostgresClaimableSignal(knex, schema),
   };
 }

@@ -1,6 +1,6 @@
 // Lease rules as pure functions of (job, input, now): no I/O, no clock of their own.
-// The store's SQL enforces the same rules in its WHERE clauses; these functions compute the
-// values it writes and explain, after a refused write, why it was refused.
+// The store's SQL (queue/sql/) enforces the same rules in its WHERE clauses; these functions
+// compute the values it writes and explain, after a refused write, why it was refused.
 import type {
   CurrentLease,
   DeadReason,
@@ -9,7 +9,6 @@ import type {
   Lease,
   NewJob,
   Presented,
-  RetryInput,
   StaleReason,
 } from './types.js';
 
@@ -52,20 +51,6 @@ export function claimDisposition(job: Job, now: number): ClaimDisposition {
   return { kind: 'skip' };
 }
 
-/** Rule 1: the job after a successful claim. */
-export function claimed(job: Job, owner: string, leaseMs: number, now: number): Job {
-  return {
-    ...job,
-    status: 'leased',
-    owner,
-    token: job.token + 1,
-    attempts: job.attempts + 1,
-    leaseMs,
-    leaseUntil: leaseUntilFor(now, leaseMs, job.deadline),
-    updatedAt: now,
-  };
-}
-
 /**
  * Rule 3 (and 9): why `presented` is not the current lease of `job` at `now`, or null when it
  * is. Reasons are checked in the contract's order, so the first that applies is reported.
@@ -103,23 +88,6 @@ export function failed(job: Job, error: string, retryInMs: number | undefined, n
 }
 
 /**
- * `release`: the holder gives the job back unworked. It is `pending` and claimable at once, the
- * attempt its claim spent is given back, and nobody owns it. The token stays: the next claim
- * issues `token + 1`, so the releasing holder's token stays fenced.
- */
-export function released(job: Job, now: number): Job {
-  return {
-    ...job,
-    status: 'pending',
-    owner: null,
-    leaseUntil: null,
-    attempts: Math.max(0, job.attempts - 1),
-    runAt: now,
-    updatedAt: now,
-  };
-}
-
-/**
  * What `cancel` does with a job: a live one (`pending` or `leased`) is cancelled; a dead one is
  * left as it is, so cancelling twice, or cancelling a job that died meanwhile, is harmless; a
  * done one cannot be cancelled, its work having happened.
@@ -132,21 +100,6 @@ export function cancelDisposition(job: Pick<Job, 'status'>): CancelDisposition {
 }
 
 /**
- * `cancel` of a live job: `dead` for good (until a retry), its holder fenced out because the job
- * is no longer `leased`. Owner and token stay as history; `reason`, when given, is `lastError`.
- */
-export function cancelled(job: Job, reason: string | undefined, now: number): Job {
-  return {
-    ...job,
-    status: 'dead',
-    deadReason: 'cancelled',
-    leaseUntil: null,
-    lastError: reason ?? job.lastError,
-    updatedAt: now,
-  };
-}
-
-/**
  * Why `retry` refuses `job` at `now`, or null when it may. Only a dead job is retried, and not
  * one past its deadline: rule 4 would quarantine it again before anyone could claim it.
  */
@@ -156,26 +109,6 @@ export function retryRefusal(
 ): 'not_dead' | 'deadline_passed' | null {
   if (job.status !== 'dead') return 'not_dead';
   return deadlinePassed(job.deadline, now) ? 'deadline_passed' : null;
-}
-
-/**
- * `retry` of a dead job: `pending` at `runAt` (default now) with a fresh budget of attempts.
- * `lastError` stays as history, and the token is never reset: the next claim issues
- * `token + 1`, so any holder from before the job died stays fenced, in the queue and at the
- * receiver, which rejects tokens below the highest it has seen.
- */
-export function retried(job: Job, input: RetryInput, now: number): Job {
-  return {
-    ...job,
-    status: 'pending',
-    owner: null,
-    leaseUntil: null,
-    attempts: 0,
-    maxAttempts: input.maxAttempts ?? job.maxAttempts,
-    runAt: input.runAt ?? now,
-    deadReason: null,
-    updatedAt: now,
-  };
 }
 
 export function toLease(job: Job): Lease {

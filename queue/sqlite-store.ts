@@ -2,7 +2,8 @@
 // each write is a short BEGIN IMMEDIATE transaction, retried while SQLite reports SQLITE_BUSY,
 // and writes that arrive together in one process share a transaction (group commit).
 import type { Knex } from 'knex';
-import { KnexQueueStore, type Dialect } from './knex-store.js';
+import type { Dialect } from './dialect.js';
+import { KnexQueueStore } from './knex-store.js';
 import { QueueError } from './errors.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { queueMigrations } from './migrations/index.js';
@@ -30,18 +31,6 @@ export interface SqliteQueueOptions {
   commitWindowMs?: number;
 }
 
-/**
- * Two index walks, each stopping after `limit` rows, then the best of those: pending jobs by
- * (priority, run_at, seq) and expired leases, so a claim never sorts the queue.
- */
-export const SQLITE_PICK_SQL = `SELECT seq FROM (
-    SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
-      WHERE status = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)
-    UNION ALL
-    SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
-      WHERE status = 'leased' AND lease_until <= ? ORDER BY priority DESC, run_at, seq LIMIT ?)
-  ) ORDER BY priority DESC, run_at, seq LIMIT ?`;
-
 export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: number): Dialect {
   // One `now` per transaction, read by its first write: after BEGIN IMMEDIATE has the write
   // lock, so time spent waiting for the lock can never make an expired lease look current.
@@ -53,6 +42,8 @@ export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: nu
     return now;
   };
   return {
+    sql: 'sqlite',
+    serverClock: false,
     commitStats: () => db.commitStats(),
     // Writes that arrive while one transaction runs share the next one (group commit).
     write: (_knex, work) => db.write((executor) => work(executor, nowIn(executor))),
@@ -72,8 +63,6 @@ export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: nu
           )
         : undefined;
     },
-    idListSql: 'SELECT value FROM json_each(?)',
-    pickSql: SQLITE_PICK_SQL,
   };
 }
 

@@ -53,25 +53,26 @@ export interface QueueStore {
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job>;
   /**
    * Fenced like `finish`: the holder gives the job back, `pending` and claimable now, with the
-   * attempt returned (rules.released). The token is kept, so the next claim issues a higher one.
+   * attempt returned (queue/sql/release.ts). The token is kept, so the next claim issues a higher one.
    */
   release(id: string, presented: Presented): Promise<Job>;
   /**
-   * A `pending` or `leased` job becomes `dead` with `deadReason: "cancelled"` (rules.cancelled);
+   * A `pending` or `leased` job becomes `dead` with `deadReason: "cancelled"` (queue/sql/cancel.ts);
    * its holder is refused from then on (`not_leased`). A dead job is answered unchanged; a
    * `done` one is `job_finished`.
    */
   cancel(id: string, reason: string | undefined): Promise<Job>;
   /**
-   * A `dead` job back to `pending` with a fresh budget of attempts (rules.retried); its token
+   * A `dead` job back to `pending` with a fresh budget of attempts (queue/sql/retry.ts); its token
    * keeps counting up. `not_dead` for any other job, `deadline_passed` past its deadline.
    */
   retry(id: string, input: RetryInput): Promise<Job>;
   /** Read-only check that `presented` is the current lease. */
   verify(id: string, presented: Presented): Promise<Lease>;
   /**
-   * `verify` for several leases, read at one `now`: each answer is the lease or the QueueError
-   * that `verify` would have thrown for it, in the order asked. Read-only.
+   * `verify` for several leases, their rows (and on PostgreSQL the server's clock) read by one
+   * statement, all judged at one `now`: each answer is the lease or the QueueError that `verify`
+   * would have thrown for it, in the order asked. Read-only.
    */
   verifyMany(presented: ReadonlyArray<Presented & { id: string }>): Promise<Array<Lease | QueueError>>;
   get(id: string): Promise<Job | null>;

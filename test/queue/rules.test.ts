@@ -2,7 +2,8 @@
 import { describe, expect, test } from 'vitest';
 import type { Job } from '../../queue/index.js';
 import { claimDisposition, defaultRetryInMs, leaseUntilFor, leaseValid, staleReason } from '../../queue/index.js';
-import { cancelDisposition, cancelled, claimed, released, retried, retryRefusal } from '../../queue/rules.js';
+import { cancelDisposition, retryRefusal } from '../../queue/rules.js';
+import { cancelled, claimed, released, retried } from './transitions.js';
 import { fakeClock } from '../helpers/clock.js';
 
 function job(overrides: Partial<Job> = {}): Job {

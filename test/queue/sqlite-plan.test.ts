@@ -3,13 +3,17 @@
 import { expect, test } from 'vitest';
 import { join } from 'node:path';
 import { openSqliteQueueStore } from '../../queue/index.js';
-import { SQLITE_PICK_SQL as pickSql } from '../../queue/sqlite-store.js';
+import { pickStatement } from '../../queue/sql/claim.js';
 import { tempDir } from '../helpers/tmp.js';
 
 test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sort over the queue', async () => {
   const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-plan-'), 'q.sqlite') });
   try {
-    const rows: { detail: string }[] = await store.knex.raw(`EXPLAIN QUERY PLAN ${pickSql}`, [0, 1, 0, 1, 1]);
+    const pick = pickStatement('sqlite');
+    const rows: { detail: string }[] = await store.knex.raw(
+      `EXPLAIN QUERY PLAN ${pick.sql}`,
+      pick.bind({ now: 0, max: 1 }),
+    );
     const lines = rows.map((r) => r.detail);
     const plan = lines.join('\n');
     const pending = lines.findIndex((l) => /SCAN queue_jobs USING (COVERING )?INDEX queue_jobs_pending/.test(l));

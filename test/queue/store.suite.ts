@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Job, LateFinishPolicy, Lease, NewJob, QueueStore } from '../../queue/index.js';
 import { QueueError } from '../../queue/index.js';
-import { cancelled, released, retried } from '../../queue/rules.js';
+import { cancelled, released, retried } from './transitions.js';
 import { canonicalRequest } from '../../queue/schemas.js';
 import { fakeClock, type FakeClock } from '../helpers/clock.js';
 

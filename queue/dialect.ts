@@ -1,0 +1,43 @@
+// What differs between the queue's databases, and nothing else: how a write transaction runs and
+// where its `now` comes from, how migrations are serialised, which driver errors mean the
+// database is unavailable, and how claimable jobs are heard of. Statements that differ keep their
+// variants side by side in queue/sql/, chosen by `sql`.
+import type { Knex } from 'knex';
+import type { GroupCommitStats } from '../platform/group-commit.js';
+import type { Executor } from '../platform/sql.js';
+import type { ClaimableSignal } from './claimable.js';
+import type { QueueError } from './errors.js';
+import type { SqlDialect } from './sql/dialects.js';
+
+export interface Dialect {
+  /** Which variant of a statement that differs (queue/sql/) this database takes. */
+  readonly sql: SqlDialect;
+  /**
+   * Runs `work` in one short write transaction, handing it the queue's `now` read inside it, once
+   * the transaction holds what it writes: the write lock (SQLite), or the row of the job `lockId`
+   * names (PostgreSQL, for a holder's fenced write), so no lock wait comes between `now` and the
+   * write.
+   */
+  write<T>(knex: Knex, work: (trx: Executor, now: number) => Promise<T>, lockId?: string): Promise<T>;
+  /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */
+  now(executor: Executor): Promise<number>;
+  /** True when the queue's clock is the database server's, which a read can take in its own statement. */
+  readonly serverClock: boolean;
+  /** Runs migrations; dialects serialise concurrent starts their own way. */
+  migrate(knex: Knex): Promise<void>;
+  /**
+   * The store's answer for a driver error meaning the database stayed busy or unreachable
+   * after `write`'s retries, or is full or read-only: a `queue_unavailable` QueueError with the
+   * driver's error as its `cause`. Undefined for any other error.
+   */
+  unavailable(err: unknown): QueueError | undefined;
+  /**
+   * How this store hears that a job may have become claimable. Default: its own commits only;
+   * PostgreSQL also hears other processes' (LISTEN/NOTIFY).
+   */
+  claimableSignal?(knex: Knex): ClaimableSignal;
+  /** Transactions and the writes they carried, where writes share transactions (group commit). */
+  commitStats?(): GroupCommitStats;
+  /** Closes the database; `knex.destroy()` when left out. */
+  close?(knex: Knex): Promise<void>;
+}

@@ -1,0 +1,11 @@
+// PostgreSQL only: the row lock a holder's fenced write takes before the queue reads its clock.
+import { named } from '../../platform/named-sql.js';
+
+/**
+ * Invariant: a fenced write judges `now < lease_until` at the moment it writes, not before a wait.
+ * A conditional UPDATE that waits for another transaction's row lock decides on a `now` read
+ * before the wait, and PostgreSQL re-checks its WHERE clause after the wait only when the row was
+ * changed; so the write first takes the row lock here, and the clock is read after it is held.
+ * (SQLite needs none: BEGIN IMMEDIATE holds the write lock before the clock is read.)
+ */
+export const LOCK_ROW = named<{ id: string }>(`SELECT 1 FROM queue_jobs WHERE id = @id FOR UPDATE`);
