@@ -69,4 +69,3 @@ export function retried(job: Job, input: RetryInput, now: number): Job {
     updatedAt: now,
   };
 }
-
