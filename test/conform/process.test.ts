@@ -1,8 +1,11 @@
 // `leasehold conform <url>` as a user runs it: one line per case, `N passed, M failed` last,
 // exit 0 when all passed and 1 on a failure; LEASEHOLD_SECRET for --secret; bad flags exit 2.
 // Run after `npm run build`.
-import { describe, expect, test } from 'vitest';
-import { runCli } from '../helpers/processes.js';
+import { describe, expect, onTestFinished, test } from 'vitest';
+import { join } from 'node:path';
+import { spawnNode } from '../../platform/spawn.js';
+import { cleanEnv, ROOT, runCli } from '../helpers/processes.js';
+import { tempDir } from '../helpers/tmp.js';
 import { toyDownstream } from '../helpers/toy-downstream.js';
 
 const CASES = 13;
@@ -35,6 +38,26 @@ describe('leasehold conform (process)', () => {
     const applied = Number(/got (\d+) × 201 applied/.exec(failures[0] ?? '')?.[1]);
     expect(applied, failures[0]).toBeGreaterThan(1);
     expect(lines.filter((line) => line.startsWith('skip'))).toHaveLength(4);
+  });
+
+  test('the downstream written by hand (docs/examples/downstream.mjs, no leasehold code) passes every case, signed', async () => {
+    const env = {
+      ...cleanEnv(),
+      DB: join(tempDir('leasehold-conform-'), 'downstream.sqlite'),
+      PORT: '0',
+      LEASEHOLD_SECRET: 'hand-written',
+    };
+    const child = spawnNode([join(ROOT, 'docs', 'examples', 'downstream.mjs')], { name: 'downstream.mjs', env });
+    onTestFinished(async ({ task }) => {
+      if (task.result?.state === 'fail') console.error(`downstream.mjs stderr:\n${child.stderr()}`);
+      await child.stop('SIGKILL');
+    });
+    const url = await child.listening(20_000);
+    const { code, stdout } = await runCli(['conform', `${url}/effects`, '--secret', 'hand-written']);
+    expect({ code, last: stdout.trim().split('\n').at(-1) }, stdout).toEqual({
+      code: 0,
+      last: `${CASES} passed, 0 failed`,
+    });
   });
 
   test('--help names the argument, the flags and the exit codes', async () => {
