@@ -5,7 +5,10 @@
 // own `add_job` sends, so idle workers look at once rather than at their next poll), and parked
 // again when the window closes.
 import { randomBytes } from 'node:crypto';
-import { Logger, makeWorkerUtils, run, type Runner, type WorkerUtils } from 'graphile-worker';
+import { Logger, makeWorkerUtils, run, type Job, type Runner, type WorkerUtils } from 'graphile-worker';
+// The callbacks are typed with pg's own types, so the file type-checks however graphile-worker's
+// declarations reach pg's.
+import type { PoolClient } from 'pg';
 import { localCounts, meters, postgresServerCpu } from '../meters.js';
 import type { ThroughputProbe } from '../library.js';
 import { Tally, windowProbe } from './window.js';
@@ -46,7 +49,9 @@ async function releaseSchema(): Promise<void> {
   const { schema, utils } = shared;
   shared = undefined;
   const made = await utils;
-  await made.withPgClient((client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).catch(() => undefined);
+  await made
+    .withPgClient((client: PoolClient) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`))
+    .catch(() => undefined);
   await made.release();
 }
 
@@ -75,7 +80,7 @@ export async function openGraphileProbe(column: GraphileColumn): Promise<Through
     throw err;
   }
   runner.events.on('job:start', () => tally.started());
-  runner.events.on('job:complete', ({ job, error }) => {
+  runner.events.on('job:complete', ({ job, error }: { job: Job; error: unknown }) => {
     parked.delete(job.id);
     tally.ended(error ?? undefined);
   });
@@ -86,7 +91,7 @@ export async function openGraphileProbe(column: GraphileColumn): Promise<Through
       topUp: async (pending) => {
         const missing = pending - parked.size;
         if (missing <= 0) return;
-        const { rows } = await utils.withPgClient((client) =>
+        const { rows } = await utils.withPgClient((client: PoolClient) =>
           client.query<{ id: string }>(
             `SELECT id FROM "${schema}".add_jobs((
                SELECT array_agg(ROW($1, '{}'::json, NULL, $2::timestamptz, NULL, NULL, NULL, NULL)::"${schema}".job_spec)
@@ -98,7 +103,7 @@ export async function openGraphileProbe(column: GraphileColumn): Promise<Through
       },
       go: async () => {
         await reschedule(new Date());
-        await utils.withPgClient((client) =>
+        await utils.withPgClient((client: PoolClient) =>
           client.query(`SELECT pg_notify('jobs:insert', $1)`, [JSON.stringify({ count: concurrency })]),
         );
       },
