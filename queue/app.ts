@@ -26,6 +26,7 @@ import {
   enqueueBody,
   failBody,
   finishBody,
+  finishesBody,
   heartbeatBody,
   jobIdParam,
   LIST_MAX_BYTES,
@@ -144,6 +145,31 @@ export function createQueueApp({
     if (next)
       logger.info({ jobId: next.id, owner: next.owner, token: next.token, leaseUntil: next.leaseUntil }, 'claimed');
     res.json({ job, next });
+  });
+
+  // Several finishes of one owner in one request and one transaction; each answered as its own
+  // POST /jobs/:id/finish would have been, its error's status inside it.
+  app.post('/finishes', json, async (req, res) => {
+    const body = parse(finishesBody, req.body);
+    const next = body.next ? { leaseMs: body.next === true ? undefined : body.next.leaseMs } : undefined;
+    const items = body.finishes.map(({ id, token, result }) => ({ id, token, result: result ?? null }));
+    const answer = await store.finishMany(body.owner, items, next);
+    const results = answer.results.map((result, i) => {
+      const { id, token } = items[i]!;
+      if (result instanceof QueueError) {
+        ui.refused('finish', id, result);
+        const { error } = result.toJSON();
+        return { error: { ...error, status: result.status } };
+      }
+      ui.done(result);
+      logger.info({ jobId: id, owner: body.owner, token }, 'finished');
+      return { job: result };
+    });
+    for (const lease of answer.next) {
+      ui.claimed(lease);
+      logger.info({ jobId: lease.id, owner: lease.owner, token: lease.token, leaseUntil: lease.leaseUntil }, 'claimed');
+    }
+    res.json(next ? { results, next: answer.next } : { results });
   });
 
   app.post('/jobs/:id/fail', json, async (req, res) => {

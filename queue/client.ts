@@ -165,6 +165,37 @@ export class QueueClient extends JsonPeer<QueueError> {
     return this.answer({ ...options, method: 'POST', path: ['jobs', id, 'finish'], json: { ...input, next } });
   }
 
+  /**
+   * Several finishes of `owner` in one request, judged together in one transaction (at most 100,
+   * each job once): `results[i]` answers `finishes[i]` with the job as finished, or the QueueError
+   * `finish` would have thrown for it (same code, status and details), returned, not thrown.
+   * With `next`, up to one lease per accepted finish is claimed for `owner` in the same
+   * transaction, lasting `next.leaseMs` or as long as the first accepted finish's lease did.
+   * A refusal of the whole request (`invalid_request`) or a transport failure throws. Like
+   * finish, an aborted call may have been applied: repeating it is safe, and a finish that landed
+   * answers `stale_lease` (`not_leased`) whose `current` shows the job `done` under the same
+   * owner and token.
+   */
+  async finishMany(
+    owner: string,
+    finishes: ReadonlyArray<{ id: string; token: number; result?: unknown }>,
+    options: CallOptions & { next?: true | { leaseMs?: number } } = {},
+  ): Promise<{ results: Array<Job | QueueError>; next: Lease[] }> {
+    const { next, ...call } = options;
+    const json = next === undefined ? { owner, finishes } : { owner, finishes, next };
+    const res = await this.call({ ...call, method: 'POST', path: ['finishes'], json });
+    const body = res.body as { results: Array<{ job: Job } | { error: { status?: number } }>; next?: Lease[] };
+    return {
+      results: body.results.map((result) => {
+        if ('job' in result) return result.job;
+        // The status travels inside the error only for the batch; the single answer carries it on the response.
+        const { status, ...error } = result.error;
+        return this.errorFromBody({ error }, typeof status === 'number' ? status : res.status);
+      }),
+      next: body.next ?? [],
+    };
+  }
+
   /** Like finish: an aborted fail may have been applied, and a repeat of one that was is refused as `stale_lease`. */
   async fail(
     id: string,

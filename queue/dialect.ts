@@ -14,11 +14,11 @@ export interface Dialect {
   readonly sql: SqlDialect;
   /**
    * Runs `work` in one short write transaction, handing it the queue's `now` read inside it, once
-   * the transaction holds what it writes: the write lock (SQLite), or the row of the job `lockId`
-   * names (PostgreSQL, for a holder's fenced write), so no lock wait comes between `now` and the
-   * write.
+   * the transaction holds what it writes: the write lock (SQLite), or the rows of the jobs `lock`
+   * names (PostgreSQL, for a holder's fenced write: one id, or a batch's ids), so no lock wait
+   * comes between `now` and the write.
    */
-  write<T>(knex: Knex, work: (trx: Executor, now: number) => Promise<T>, lockId?: string): Promise<T>;
+  write<T>(knex: Knex, work: (trx: Executor, now: number) => Promise<T>, lock?: string | readonly string[]): Promise<T>;
   /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */
   now(executor: Executor): Promise<number>;
   /** True when the queue's clock is the database server's, which a read can take in its own statement. */

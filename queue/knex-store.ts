@@ -15,6 +15,7 @@ import { claimManyIn } from './sql/claim.js';
 import { enqueueIn } from './sql/enqueue.js';
 import { failIn } from './sql/fail.js';
 import { finishIn } from './sql/finish.js';
+import { finishManyIn } from './sql/finish-many.js';
 import { getIn } from './sql/get.js';
 import { heartbeatIn } from './sql/heartbeat.js';
 import { countJobs, listJobs, listPage, listSummaries } from './sql/list.js';
@@ -111,6 +112,18 @@ export class KnexQueueStore implements QueueStore {
       const [next] = await claimManyIn(trx, this.dialect.sql, presented.owner, lease, 1, now);
       return { job, next: next ?? null };
     }, id).catch(this.rethrow);
+  }
+
+  finishMany(
+    owner: string,
+    items: ReadonlyArray<{ id: string; token: number; result: unknown }>,
+    next: { leaseMs: number | undefined } | undefined,
+  ): Promise<{ results: Array<Job | QueueError>; next: Lease[] }> {
+    if (items.length === 0) return Promise.resolve({ results: [], next: [] });
+    return this.write(
+      (trx, now) => finishManyIn(trx, this.dialect.sql, this.latePolicy, owner, items, next, now),
+      items.map((item) => item.id),
+    ).catch(this.rethrow);
   }
 
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job> {
@@ -212,9 +225,9 @@ export class KnexQueueStore implements QueueStore {
   }
 
   /** Every write goes through here, so that stores without group commit count theirs too. */
-  private write<T>(work: (trx: Executor, now: number) => Promise<T>, lockId?: string): Promise<T> {
+  private write<T>(work: (trx: Executor, now: number) => Promise<T>, lock?: string | readonly string[]): Promise<T> {
     this.writes++;
-    return this.dialect.write(this.knex, work, lockId);
+    return this.dialect.write(this.knex, work, lock);
   }
 
   /** Wakes long-polling claims after a commit that may have made a job claimable. */

@@ -128,6 +128,15 @@ export function observeQueueStore(store: QueueStore, registry: Registry, waiting
         if (answer.next) claimed([answer.next]);
         return answer;
       }),
+    finishMany: async (owner, items, next) => {
+      const answer = await store.finishMany(owner, items, next);
+      for (const result of answer.results) {
+        if (result instanceof QueueError) countRefusal('finish', result);
+        else finished(result);
+      }
+      claimed(answer.next);
+      return answer;
+    },
     heartbeat: (id, presented, leaseMs) => fenced('heartbeat', () => store.heartbeat(id, presented, leaseMs)),
     fail: (id, presented, error, retryInMs) => fenced('fail', () => store.fail(id, presented, error, retryInMs)),
     release: (id, presented) => fenced('release', () => store.release(id, presented)),

@@ -11,6 +11,7 @@ import {
   enqueueBody,
   failBody,
   finishBody,
+  finishesBody,
   heartbeatBody,
   jobIdParam,
   listQuery,
@@ -53,6 +54,10 @@ const Lease = z.object({
 });
 const Stats = z.object({ pending: z.int(), leased: z.int(), done: z.int(), dead: z.int() });
 const ErrorBody = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });
+/** An entry of a batch's answer refused on its own: the error body, with the status it would have had. */
+const BatchErrorBody = z.object({
+  error: z.looseObject({ code: z.string(), message: z.string(), status: z.int() }),
+});
 
 const id = { id: jobIdParam };
 const job = z.object({ job: Job });
@@ -108,6 +113,24 @@ export const QUEUE_OPERATIONS: readonly OperationDoc[] = [
       },
     },
     errors: FENCED,
+  },
+  {
+    method: 'post',
+    path: '/finishes',
+    summary:
+      'Several finishes of one owner in one transaction: each answer the job or the error its own finish would give; with `next`, up to one lease per accepted finish.',
+    body: finishesBody,
+    responses: {
+      200: {
+        description:
+          'one result per finish, in order, an error carrying its `status` (409 or 404); `next` only when asked for',
+        schema: z.object({
+          results: z.array(z.union([job, BatchErrorBody])),
+          next: z.array(Lease).optional(),
+        }),
+      },
+    },
+    errors: ['queue_unavailable'],
   },
   {
     method: 'post',

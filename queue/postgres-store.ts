@@ -1,13 +1,13 @@
 // The queue on PostgreSQL: several queue processes, on several hosts, share one database.
 // The SQL is queue/sql/'s (with its PostgreSQL variants: the claim's pick with FOR UPDATE SKIP
 // LOCKED, the sweep skipping locked rows); this dialect adds the database server's clock read
-// inside each transaction, after the row a fenced write changes is locked, and retries of
+// inside each transaction, after the rows a fenced write changes are locked, and retries of
 // serialization failures and deadlocks.
 import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
 import type { Dialect } from './dialect.js';
 import { KnexQueueStore } from './knex-store.js';
-import { LOCK_ROW } from './sql/lock-row.js';
+import { LOCK_ROW, LOCK_ROWS } from './sql/lock-row.js';
 import { rowsOf, type Executor } from '../platform/sql.js';
 import { PostgresClaimableSignal } from './claimable.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
@@ -61,11 +61,12 @@ export function postgresDialect(options: {
     // locks its rows before writing them. A holder's fenced write locks its row first (LOCK_ROW),
     // so `now` is read after any wait for that lock; every decision in the transaction then uses
     // that one reading of the one clock.
-    write: (knex, work, lockId) =>
+    write: (knex, work, lock) =>
       retryPg(
         () =>
           knex.transaction(async (trx) => {
-            if (lockId !== undefined) await trx.raw(LOCK_ROW.sql, LOCK_ROW.bind({ id: lockId }));
+            if (typeof lock === 'string') await trx.raw(LOCK_ROW.sql, LOCK_ROW.bind({ id: lock }));
+            else if (lock) await trx.raw(LOCK_ROWS.sql, LOCK_ROWS.bind({ ids: JSON.stringify(lock) }));
             return work(trx, await now(trx));
           }),
         retryBudgetMs,

@@ -88,6 +88,32 @@ export const finishBody = z.strictObject({
   next: next.optional(),
 });
 
+export const MAX_FINISHES = 100;
+
+/** Several finishes of one owner (`POST /finishes`): 1 to 100, each job at most once. */
+export const finishesBody = z.strictObject({
+  owner: name('owner'),
+  finishes: z
+    .array(z.strictObject({ id: name('id'), token, result: z.json().optional() }), {
+      error: 'finishes must be an array of {id, token, result?}',
+    })
+    .min(1, 'finishes must not be empty')
+    .max(MAX_FINISHES, `finishes must hold at most ${MAX_FINISHES} entries`)
+    .superRefine((finishes, ctx) => {
+      const seen = new Set<string>();
+      finishes.forEach(({ id }, i) => {
+        if (seen.has(id))
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'id'],
+            message: `finishes must name each job once, but "${id}" appears again`,
+          });
+        seen.add(id);
+      });
+    }),
+  next: next.optional(),
+});
+
 export const failBody = z.strictObject({
   owner: name('owner'),
   token,

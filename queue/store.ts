@@ -50,6 +50,19 @@ export interface QueueStore {
     result: unknown,
     leaseMs: number | undefined,
   ): Promise<{ job: Job; next: Lease | null }>;
+  /**
+   * Several finishes of `owner` in one write transaction, all judged at one `now` by one
+   * conditional write (queue/sql/finish-many.ts): each result is the job as finished, or the
+   * QueueError `finish` would have thrown for it, in the order given. With `next`, up to one
+   * lease per accepted finish is claimed for `owner` in the same transaction, in claim order,
+   * lasting `next.leaseMs` or as long as the first accepted finish's lease did; refused finishes
+   * claim nothing. Ids must be distinct (`invalid_request` otherwise, and nothing changes).
+   */
+  finishMany(
+    owner: string,
+    items: ReadonlyArray<{ id: string; token: number; result: unknown }>,
+    next: { leaseMs: number | undefined } | undefined,
+  ): Promise<{ results: Array<Job | QueueError>; next: Lease[] }>;
   fail(id: string, presented: Presented, error: string, retryInMs: number | undefined): Promise<Job>;
   /**
    * Fenced like `finish`: the holder gives the job back, `pending` and claimable now, with the

@@ -9,3 +9,12 @@ import { named } from '../../platform/named-sql.js';
  * (SQLite needs none: BEGIN IMMEDIATE holds the write lock before the clock is read.)
  */
 export const LOCK_ROW = named<{ id: string }>(`SELECT 1 FROM queue_jobs WHERE id = @id FOR UPDATE`);
+
+/**
+ * The same for a batch of holders' writes (the batched finish): every row of @ids (a JSON array
+ * of strings) locked before the clock is read. In order of id, so two batches sharing rows lock
+ * them in the same order and never deadlock; single writes lock one row and cannot close a cycle.
+ */
+export const LOCK_ROWS = named<{ ids: string }>(
+  `SELECT 1 FROM queue_jobs WHERE id IN (SELECT jsonb_array_elements_text(@ids::jsonb)) ORDER BY id FOR UPDATE`,
+);

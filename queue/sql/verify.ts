@@ -5,19 +5,15 @@ import { staleLeaseError, unknownJobError, type QueueError } from '../errors.js'
 import { currentOf, staleReason, toLease } from '../rules.js';
 import { rowToJob } from '../rows.js';
 import type { Job, LateFinishPolicy, Lease, Presented } from '../types.js';
-import type { ByDialect, SqlDialect } from './dialects.js';
-import { JOB_COLUMNS } from './get.js';
+import type { SqlDialect } from './dialects.js';
+import { JOB_COLUMNS, JOBS_BY_IDS } from './get.js';
 
 /**
- * The rows of the ids in one bound JSON array of strings, so one SQL text serves any count. On
- * PostgreSQL with the server's clock the same statement also reads the clock
- * (`statement_timestamp()`: one value for the whole statement, taken with its snapshot), so the
- * rows and `now` are of one instant.
+ * The rows of the ids (get.ts). On PostgreSQL with the server's clock the same statement also
+ * reads the clock (`statement_timestamp()`: one value for the whole statement, taken with its
+ * snapshot), so the rows and `now` are of one instant.
  */
-const ROWS: ByDialect<string> = {
-  sqlite: `SELECT ${JOB_COLUMNS} FROM queue_jobs WHERE id IN (SELECT value FROM json_each(@ids))`,
-  postgres: `SELECT ${JOB_COLUMNS} FROM queue_jobs WHERE id IN (SELECT jsonb_array_elements_text(@ids::jsonb))`,
-};
+const ROWS = JOBS_BY_IDS;
 
 const VERIFY = {
   sqlite: named<{ ids: string }>(ROWS.sqlite),

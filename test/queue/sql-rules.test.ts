@@ -1,6 +1,7 @@
 // Each lease rule is written twice, once as a pure function (queue/rules.ts) and once as the SQL
 // that enforces it (queue/sql/): these tests hold the two equal over a table of cases, on SQLite
-// and on PostgreSQL. The lease guard against rules.staleReason; the quarantine predicate and the
+// and on PostgreSQL. The lease guard, alone and in the batched finish's UPDATE, against
+// rules.staleReason; the quarantine predicate and the
 // claim pick (PostgreSQL's pick leaves out what the sweep would make dead) against
 // rules.claimDisposition.
 import { afterEach, describe, expect, test } from 'vitest';
@@ -14,6 +15,7 @@ import { claimDisposition, staleReason } from '../../queue/rules.js';
 import { rowToJob } from '../../queue/rows.js';
 import { pickStatement } from '../../queue/sql/claim.js';
 import type { SqlDialect } from '../../queue/sql/dialects.js';
+import { finishManyStatement } from '../../queue/sql/finish-many.js';
 import { JOB_COLUMNS } from '../../queue/sql/get.js';
 import { guardParams, leaseGuard } from '../../queue/sql/guard.js';
 import { QUARANTINABLE, quarantineIn } from '../../queue/sql/quarantine.js';
@@ -138,6 +140,40 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         }
       }
       expect(disagreements, `${jobs.length} rows, now ${NOW}`).toEqual([]);
+    });
+
+    test('the batched finish takes exactly the rows rules.staleReason finds current, under both policies', async () => {
+      const knex = await open(dialect);
+      const disagreements: string[] = [];
+      let judged = 0;
+      for (const policy of ['reject', 'if-unclaimed'] as LateFinishPolicy[]) {
+        // Rows of their own for each policy: the statement writes the rows it takes.
+        const cases = guardCases().map((c) => ({ ...c, id: `${policy}-${c.id}` }));
+        await insert(knex, cases);
+        const jobs = rowsOf(
+          await knex.raw(`SELECT ${JOB_COLUMNS} FROM queue_jobs WHERE id IN (${cases.map(() => '?').join(', ')})`, [
+            ...cases.map((c) => c.id),
+          ]),
+        ).map(rowToJob);
+        judged += jobs.length;
+        const statement = finishManyStatement(dialect, policy);
+        const items = JSON.stringify(jobs.map((job) => ({ id: job.id, token: 3, result: null })));
+        const taken = new Set(
+          rowsOf(await knex.raw(statement.sql, statement.bind({ items, owner: 'w1', now: NOW }))).map((row) =>
+            String(row.id),
+          ),
+        );
+        for (const job of jobs) {
+          const current = staleReason(job, { owner: 'w1', token: 3 }, NOW, policy) === null;
+          if (taken.has(job.id) !== current) {
+            const { status, owner, token, leaseUntil, deadline } = job;
+            disagreements.push(
+              `${policy} ${JSON.stringify({ status, owner, token, leaseUntil, deadline })}: SQL ${taken.has(job.id)}, rule ${current}`,
+            );
+          }
+        }
+      }
+      expect(disagreements, `${judged} rows in one statement per policy, now ${NOW}`).toEqual([]);
     });
 
     test('quarantine, sweep and pick take exactly what rules.claimDisposition says', async () => {

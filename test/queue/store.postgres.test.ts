@@ -5,7 +5,8 @@ import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 import { openPostgresQueueStore, type Lease, type QueueStore } from '../../queue/index.js';
 import { fakeClock } from '../helpers/clock.js';
 import { testSchema } from '../helpers/postgres.js';
-import { newJobInput, queueStoreSuite } from './store.suite.js';
+import { finishManySuite } from './store-finish-many.suite.js';
+import { newJobInput, queueStoreSuite, type StoreFactory } from './store.suite.js';
 
 const open: QueueStore[] = [];
 afterEach(async () => {
@@ -21,11 +22,14 @@ async function openStore(
   return store;
 }
 
-queueStoreSuite('postgres', async ({ clock, latePolicy }) => {
+const factory: StoreFactory = async ({ clock, latePolicy }) => {
   const { url } = testSchema();
   const openOne = () => openStore(url, { clock, latePolicy });
   return { store: await openOne(), clock, openAnother: openOne };
-});
+};
+
+queueStoreSuite('postgres', factory);
+finishManySuite('postgres', factory);
 
 describe('queue store: postgres only', () => {
   async function serverNow(url: string): Promise<number> {

@@ -3,14 +3,15 @@ import { afterEach } from 'vitest';
 import { join } from 'node:path';
 import { openSqliteQueueStore, type QueueStore } from '../../queue/index.js';
 import { tempDir } from '../helpers/tmp.js';
-import { queueStoreSuite } from './store.suite.js';
+import { finishManySuite } from './store-finish-many.suite.js';
+import { queueStoreSuite, type StoreFactory } from './store.suite.js';
 
 const open: QueueStore[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((s) => s.close()));
 });
 
-queueStoreSuite('sqlite', async ({ clock, latePolicy }) => {
+const factory: StoreFactory = async ({ clock, latePolicy }) => {
   const filename = join(tempDir('leasehold-store-'), 'queue.sqlite');
   const openOne = async () => {
     const store = await openSqliteQueueStore({ filename, clock, latePolicy, busyTimeoutMs: 200 });
@@ -18,4 +19,7 @@ queueStoreSuite('sqlite', async ({ clock, latePolicy }) => {
     return store;
   };
   return { store: await openOne(), clock, openAnother: openOne };
-});
+};
+
+queueStoreSuite('sqlite', factory);
+finishManySuite('sqlite', factory);
