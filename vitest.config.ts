@@ -28,6 +28,7 @@ const TEST_LAYERS = {
     'test/queue/sqlite-plan.test.ts',
     'test/queue/sql-entry.test.ts',
     'test/queue/sql-rules.test.ts',
+    'test/queue/claim-statements.test.ts',
     'test/queue/long-poll.test.ts',
     'test/queue/postgres.test.ts',
   ],

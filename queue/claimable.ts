@@ -16,8 +16,11 @@ export class ClaimableSignal {
   /** Resolves once the signal hears every commit it is meant to (PostgreSQL: once it LISTENs). */
   async ready(): Promise<void> {}
 
-  /** Called after a commit that may have made a job claimable. */
-  notify(): void {
+  /**
+   * Called after a commit that may have made a job claimable. `notified`: the commit itself
+   * NOTIFYed the other processes (an enqueue on PostgreSQL), so only this process's waiters are told.
+   */
+  notify(_notified = false): void {
     this.deliver();
   }
 
@@ -31,7 +34,7 @@ export class ClaimableSignal {
 }
 
 /** One channel per schema, so queues that share a database but not a schema do not wake each other. */
-function channelOf(schema: string | undefined): string {
+export function channelOf(schema: string | undefined): string {
   // Schema names are plain identifiers (checked where they are parsed), safe in SQL as they are.
   return schema ? `leasehold_claimable_${schema}` : 'leasehold_claimable';
 }
@@ -74,8 +77,9 @@ export class PostgresClaimableSignal extends ClaimableSignal {
     await this.connection;
   }
 
-  override notify(): void {
+  override notify(notified = false): void {
     this.deliver();
+    if (notified) return;
     // Other processes' waiters; a failure here costs them only their next re-poll.
     this.knex.raw('SELECT pg_notify(?, ?)', [this.channel, '']).catch(() => undefined);
   }

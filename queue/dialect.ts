@@ -19,6 +19,18 @@ export interface Dialect {
    * comes between `now` and the write.
    */
   write<T>(knex: Knex, work: (trx: Executor, now: number) => Promise<T>, lock?: string | readonly string[]): Promise<T>;
+  /**
+   * Runs `work`, a write of one statement that needs no lock before its clock (a claim): `now` is
+   * null when the statement reads the queue's clock itself (PostgreSQL's server clock, in the
+   * statement), else the queue's now as `write` hands it. On PostgreSQL the statement is its own
+   * transaction; on SQLite it shares `write`'s.
+   */
+  writeStatement<T>(knex: Knex, work: (executor: Executor, now: number | null) => Promise<T>): Promise<T>;
+  /**
+   * The channel an enqueue NOTIFYs in its own statement, so other processes hear of the job when
+   * it commits, without a round trip of its own (PostgreSQL); undefined where no other process listens.
+   */
+  readonly notifyChannel?: string;
   /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */
   now(executor: Executor): Promise<number>;
   /** True when the queue's clock is the database server's, which a read can take in its own statement. */

@@ -74,8 +74,9 @@ export class KnexQueueStore implements QueueStore {
   }
 
   enqueue(input: NewJob): Promise<{ job: Job; created: boolean }> {
-    return this.write((trx, now) => enqueueIn(trx, input, now))
-      .then((result) => this.notifyIf(result.created, result))
+    const channel = this.dialect.notifyChannel;
+    return this.write((trx, now) => enqueueIn(trx, input, now, channel))
+      .then((result) => this.notifyIf(result.created, result, channel !== undefined))
       .catch(this.rethrow);
   }
 
@@ -84,7 +85,9 @@ export class KnexQueueStore implements QueueStore {
   }
 
   claimMany(owner: string, leaseMs: number, max: number): Promise<Lease[]> {
-    return this.write((trx, now) => claimManyIn(trx, this.dialect.sql, owner, leaseMs, max, now)).catch(this.rethrow);
+    return this.writeStatement((executor, now) =>
+      claimManyIn(executor, this.dialect.sql, owner, leaseMs, max, now),
+    ).catch(this.rethrow);
   }
 
   heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease> {
@@ -230,9 +233,18 @@ export class KnexQueueStore implements QueueStore {
     return this.dialect.write(this.knex, work, lock);
   }
 
-  /** Wakes long-polling claims after a commit that may have made a job claimable. */
-  private notifyIf<T>(claimable: boolean, value: T): T {
-    if (claimable) this.claimable.notify();
+  /** A write of one statement (a claim): see Dialect.writeStatement. */
+  private writeStatement<T>(work: (executor: Executor, now: number | null) => Promise<T>): Promise<T> {
+    this.writes++;
+    return this.dialect.writeStatement(this.knex, work);
+  }
+
+  /**
+   * Wakes long-polling claims after a commit that may have made a job claimable; `notified`
+   * when the commit itself NOTIFYed the other processes.
+   */
+  private notifyIf<T>(claimable: boolean, value: T, notified = false): T {
+    if (claimable) this.claimable.notify(notified);
     return value;
   }
 }

@@ -7,9 +7,9 @@ import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
 import type { Dialect } from './dialect.js';
 import { KnexQueueStore } from './knex-store.js';
-import { LOCK_ROW, LOCK_ROWS } from './sql/lock-row.js';
+import { LOCK_ROW, LOCK_ROW_NOW, LOCK_ROWS } from './sql/lock-row.js';
 import { rowsOf, type Executor } from '../platform/sql.js';
-import { PostgresClaimableSignal } from './claimable.js';
+import { channelOf, PostgresClaimableSignal } from './claimable.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { queueMigrations } from './migrations/index.js';
 import {
@@ -58,19 +58,33 @@ export function postgresDialect(options: {
     serverClock: clock === undefined,
     // READ COMMITTED is enough: every fencing check is one conditional UPDATE, which PostgreSQL
     // re-evaluates on the newest row version after waiting for a concurrent writer, and a claim
-    // locks its rows before writing them. A holder's fenced write locks its row first (LOCK_ROW),
-    // so `now` is read after any wait for that lock; every decision in the transaction then uses
-    // that one reading of the one clock.
+    // locks its rows before writing them. A holder's fenced write locks its row first, reading
+    // the server's clock in the same statement once the lock is held (LOCK_ROW_NOW), so `now` is
+    // read after any wait for that lock; a batch locks its rows (LOCK_ROWS) before the clock is
+    // read. Every decision in the transaction then uses that one reading of the one clock.
     write: (knex, work, lock) =>
       retryPg(
         () =>
           knex.transaction(async (trx) => {
-            if (typeof lock === 'string') await trx.raw(LOCK_ROW.sql, LOCK_ROW.bind({ id: lock }));
-            else if (lock) await trx.raw(LOCK_ROWS.sql, LOCK_ROWS.bind({ ids: JSON.stringify(lock) }));
-            return work(trx, await now(trx));
+            if (lock === undefined) return work(trx, await now(trx));
+            if (typeof lock !== 'string') {
+              await trx.raw(LOCK_ROWS.sql, LOCK_ROWS.bind({ ids: JSON.stringify(lock) }));
+              return work(trx, await now(trx));
+            }
+            if (clock) {
+              await trx.raw(LOCK_ROW.sql, LOCK_ROW.bind({ id: lock }));
+              return work(trx, clock.now());
+            }
+            const locked = rowsOf(await trx.raw(LOCK_ROW_NOW.sql, LOCK_ROW_NOW.bind({ id: lock })))[0];
+            return work(trx, locked ? Number(locked.now) : await now(trx));
           }),
         retryBudgetMs,
       ),
+    // One statement is its own transaction: a claim takes its rows SKIP LOCKED, never waiting,
+    // and reads the server's clock itself (statement_timestamp()), so it needs neither a
+    // transaction around it nor a clock read before it.
+    writeStatement: (knex, work) => retryPg(() => work(knex, clock ? clock.now() : null), retryBudgetMs),
+    notifyChannel: channelOf(schema),
     now,
     migrate: (knex: Knex) => migrateSerialised(knex, schema, () => knex.migrate.latest(queueMigrations)),
     unavailable: (err) => {

@@ -47,6 +47,7 @@ export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: nu
     commitStats: () => db.commitStats(),
     // Writes that arrive while one transaction runs share the next one (group commit).
     write: (_knex, work) => db.write((executor) => work(executor, nowIn(executor))),
+    writeStatement: (_knex, work) => db.write((executor) => work(executor, nowIn(executor))),
     now: async () => clock.now(),
     close: () => db.close(),
     migrate: (knex: Knex) => retryBusy(() => knex.migrate.latest(queueMigrations), busyBudgetMs),

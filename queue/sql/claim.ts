@@ -1,66 +1,116 @@
-// Claim (rules 1, 4, 5, 6): quarantine first, then lease the best claimable jobs, up to `max`,
-// in the same transaction. Only the chosen rows are written; each gets its own next token.
+// Claim (rules 1, 4, 5, 6): one statement that makes every quarantinable row dead and leases the
+// best claimable jobs, up to `max`. Only those rows are written; each leased one gets its own
+// next token. No token is issued by a statement that leaves a quarantinable row live.
 import { named } from '../../platform/named-sql.js';
 import { rowsOf, type Executor, type Row } from '../../platform/sql.js';
-import { leaseUntilFor, toLease } from '../rules.js';
+import { toLease } from '../rules.js';
 import { rowToJob } from '../rows.js';
 import type { Lease } from '../types.js';
 import type { ByDialect, SqlDialect } from './dialects.js';
 import { JOB_COLUMNS } from './get.js';
-import { QUARANTINABLE, quarantineOnce } from './quarantine.js';
-
-/** The `seq`s of the next claimable rows, best first: at most @max, at @now. */
-const PICK: ByDialect<string> = {
-  // Two index walks, each stopping after @max rows, then the best of those: pending jobs by
-  // (priority, run_at, seq) and expired leases, so a claim never sorts the queue. The sweep ran
-  // first under the write lock, so no quarantinable row is left to pick.
-  sqlite: `SELECT seq FROM (
-      SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
-        WHERE status = 'pending' AND run_at <= @now ORDER BY priority DESC, run_at, seq LIMIT @max)
-      UNION ALL
-      SELECT * FROM (SELECT seq, priority, run_at FROM queue_jobs
-        WHERE status = 'leased' AND lease_until <= @now ORDER BY priority DESC, run_at, seq LIMIT @max)
-    ) ORDER BY priority DESC, run_at, seq LIMIT @max`,
-  // Each branch walks its own partial index and stops after @max rows it can lock; rows another
-  // claim has locked are skipped, not waited for. The sweep skips locked rows too, so the pick
-  // itself leaves out the rows the sweep would make dead (QUARANTINABLE, the same predicate).
-  postgres: `WITH pending AS (
-      SELECT seq, priority, run_at FROM queue_jobs
-      WHERE status = 'pending' AND run_at <= @now AND NOT ${QUARANTINABLE}
-      ORDER BY priority DESC, run_at, seq LIMIT @max
-      FOR UPDATE SKIP LOCKED
-    ), expired AS (
-      SELECT seq, priority, run_at FROM queue_jobs
-      WHERE status = 'leased' AND lease_until <= @now AND NOT ${QUARANTINABLE}
-      ORDER BY priority DESC, run_at, seq LIMIT @max
-      FOR UPDATE SKIP LOCKED
-    )
-    SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS best
-    ORDER BY priority DESC, run_at, seq LIMIT @max`,
-};
-
-type ClaimParams = { owner: string; leaseMs: number; until: number; now: number; max: number };
+import { deadReason, quarantinable } from './quarantine.js';
 
 /**
- * Invariant (rule 6): a job under a valid lease is never handed to anyone else. The WHERE clause
- * takes only rows claimable at @now — `pending` and due, or `leased` with `lease_until <= @now`
- * (rule 2: at `lease_until` the lease has ended) — whatever the pick chose; the token rises by
- * one, and the lease never outlives the deadline (rule 4).
+ * The claim's `now` as SQL: a parameter, or (PostgreSQL with the server's clock) the statement's
+ * own time, `statement_timestamp()`, one value however often the statement reads it, so the pick,
+ * the guard and the values written all use one instant. The claim never waits for a lock (every
+ * row it takes is taken SKIP LOCKED), so that instant is the one it writes at.
  */
-const claimStatement = (pick: string) =>
-  named<ClaimParams>(
-    `UPDATE queue_jobs
-       SET status = 'leased', owner = @owner, token = token + 1, attempts = attempts + 1, lease_ms = @leaseMs,
-           lease_until = CASE WHEN deadline IS NOT NULL AND deadline < @until THEN deadline ELSE @until END,
-           updated_at = @now
-     WHERE seq IN (${pick})
-       AND ((status = 'pending' AND run_at <= @now) OR (status = 'leased' AND lease_until <= @now))
-     RETURNING ${JOB_COLUMNS}`,
-  );
+const NOW = {
+  param: '@now',
+  // PostgreSQL infers a parameter's type from where it stands; `@now + @leaseMs` needs one.
+  pgParam: 'CAST(@now AS bigint)',
+  pgStatement: '(floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)',
+};
 
-const CLAIM: ByDialect<ReturnType<typeof claimStatement>> = {
-  sqlite: claimStatement(PICK.sqlite),
-  postgres: claimStatement(PICK.postgres),
+/** The order of a claim: higher priority first, then earlier runAt, then order of enqueue. */
+const ORDER = 'priority DESC, run_at, seq';
+
+/**
+ * The `seq`s of the next claimable rows at `now`, best first, at most @max. Two index walks,
+ * each stopping after @max rows, then the best of those: pending jobs by (priority, run_at, seq)
+ * and expired leases, so a claim never sorts the queue. Each leaves out what the same statement
+ * makes dead. On PostgreSQL each walk skips rows another claim has locked instead of waiting.
+ */
+function pick(now: string, lock: string): { pending: string; expired: string } {
+  const alive = `NOT ${quarantinable(now)}`;
+  return {
+    pending: `SELECT seq, priority, run_at FROM queue_jobs
+      WHERE status = 'pending' AND run_at <= ${now} AND ${alive} ORDER BY ${ORDER} LIMIT @max ${lock}`,
+    expired: `SELECT seq, priority, run_at FROM queue_jobs
+      WHERE status = 'leased' AND lease_until <= ${now} AND ${alive} ORDER BY ${ORDER} LIMIT @max ${lock}`,
+  };
+}
+
+function sqlitePick(now: string): string {
+  const { pending, expired } = pick(now, '');
+  return `SELECT seq FROM (SELECT * FROM (${pending}) UNION ALL SELECT * FROM (${expired})) ORDER BY ${ORDER} LIMIT @max`;
+}
+
+/**
+ * Invariant (rules 4, 5, 6): the rows written are the quarantinable ones, made dead, and the
+ * picked ones, leased; a row is leased only when claimable at `now` — `pending` and due, or
+ * `leased` with `lease_until <= now` (rule 2: at `lease_until` the lease has ended) — and not
+ * quarantinable, whatever the pick chose. The token rises by one, and the lease never outlives
+ * the deadline (rule 4). Every SET reads the row as it was, so each CASE asks the same question.
+ */
+function update(now: string, chosen: string): string {
+  const dead = quarantinable(now);
+  const until = `${now} + @leaseMs`;
+  const leasedOr = (kept: string, leased: string) => `CASE WHEN ${dead} THEN ${kept} ELSE ${leased} END`;
+  return `UPDATE queue_jobs
+     SET status = ${leasedOr(`'dead'`, `'leased'`)},
+         owner = ${leasedOr('owner', '@owner')},
+         token = ${leasedOr('token', 'token + 1')},
+         attempts = ${leasedOr('attempts', 'attempts + 1')},
+         lease_ms = ${leasedOr('lease_ms', '@leaseMs')},
+         lease_until = CASE WHEN ${dead} THEN NULL
+                            WHEN deadline IS NOT NULL AND deadline < ${until} THEN deadline ELSE ${until} END,
+         dead_reason = ${leasedOr(deadReason(now), 'dead_reason')},
+         updated_at = ${now}
+   WHERE seq IN (${chosen})
+     AND (${dead} OR (status = 'pending' AND run_at <= ${now}) OR (status = 'leased' AND lease_until <= ${now}))
+   RETURNING ${JOB_COLUMNS}`;
+}
+
+/** SQLite: the write transaction excludes every other writer, so nothing needs locking. */
+function sqliteClaim(now: string): string {
+  // The pick in a subquery of its own: a compound SELECT's ORDER BY and LIMIT apply to all of it.
+  return update(
+    now,
+    `SELECT seq FROM queue_jobs WHERE ${quarantinable(now)} UNION ALL SELECT seq FROM (${sqlitePick(now)})`,
+  );
+}
+
+/**
+ * PostgreSQL: every row is locked by a CTE that skips rows other transactions hold, so
+ * concurrent claims never wait on each other nor deadlock; a quarantinable row another claim
+ * holds is that claim's to make dead, and no pick here takes it.
+ */
+function postgresClaim(now: string): string {
+  const { pending, expired } = pick(now, 'FOR UPDATE SKIP LOCKED');
+  return `WITH spent AS MATERIALIZED (SELECT seq FROM queue_jobs WHERE ${quarantinable(now)} FOR UPDATE SKIP LOCKED),
+    pending AS MATERIALIZED (${pending}),
+    expired AS MATERIALIZED (${expired}),
+    best AS (SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS b ORDER BY ${ORDER} LIMIT @max)
+  ${update(now, 'SELECT seq FROM spent UNION ALL SELECT seq FROM best')}`;
+}
+
+type ClaimParams = { owner: string; leaseMs: number; max: number };
+
+const CLAIM = {
+  sqlite: named<ClaimParams & { now: number }>(sqliteClaim(NOW.param)),
+  postgres: named<ClaimParams & { now: number }>(postgresClaim(NOW.pgParam)),
+  postgresStatementClock: named<ClaimParams>(postgresClaim(NOW.pgStatement)),
+};
+
+const PICK: ByDialect<string> = {
+  sqlite: sqlitePick(NOW.param),
+  postgres: (({ pending, expired }) =>
+    `WITH pending AS (${pending}), expired AS (${expired})
+     SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS b ORDER BY ${ORDER} LIMIT @max`)(
+    pick(NOW.pgParam, 'FOR UPDATE SKIP LOCKED'),
+  ),
 };
 
 /** The pick alone, for a plan or a test: its SQL and parameters on `dialect`. */
@@ -68,21 +118,40 @@ export function pickStatement(dialect: SqlDialect) {
   return named<{ now: number; max: number }>(PICK[dialect]);
 }
 
-/** Up to `max` leases for `owner`, in claim order; empty when none is claimable. */
+/** The claim statement itself, for a plan: `now` null is PostgreSQL's statement clock. */
+export function claimStatement(dialect: SqlDialect, clock: 'param' | 'statement' = 'param') {
+  return dialect === 'postgres' && clock === 'statement' ? CLAIM.postgresStatementClock : CLAIM[dialect];
+}
+
+/**
+ * Up to `max` leases for `owner`, in claim order; empty when none is claimable. `now` is the
+ * queue's clock as the transaction read it, or null on PostgreSQL for the statement's own reading
+ * of the server's clock (then no transaction is needed around it: it is one statement).
+ */
 export async function claimManyIn(
   trx: Executor,
   dialect: SqlDialect,
   owner: string,
   leaseMs: number,
   max: number,
-  now: number,
+  now: number | null,
 ): Promise<Lease[]> {
-  await quarantineOnce(trx, dialect, now);
-  const until = leaseUntilFor(now, leaseMs, null);
-  const rows = rowsOf(await trx.raw(CLAIM[dialect].sql, CLAIM[dialect].bind({ owner, leaseMs, until, now, max })));
-  // RETURNING has no order of its own: put the leases back in the order the pick chose them.
-  rows.sort(byClaimOrder);
-  return rows.map((row) => toLease(rowToJob(row)));
+  let rows: Row[];
+  if (now !== null) {
+    const statement = CLAIM[dialect];
+    rows = rowsOf(await trx.raw(statement.sql, statement.bind({ owner, leaseMs, max, now })));
+  } else if (dialect === 'postgres') {
+    const statement = CLAIM.postgresStatementClock;
+    rows = rowsOf(await trx.raw(statement.sql, statement.bind({ owner, leaseMs, max })));
+  } else {
+    throw new Error("Only PostgreSQL's claim reads the clock in its own statement; SQLite's needs a now.");
+  }
+  // The dead rows are the quarantine's; RETURNING has no order of its own, so the leases are put
+  // back in the order the pick chose them.
+  return rows
+    .filter((row) => row.status === 'leased')
+    .sort(byClaimOrder)
+    .map((row) => toLease(rowToJob(row)));
 }
 
 /** The claim's order: higher priority first, then earlier runAt, then order of enqueue. */

@@ -18,3 +18,15 @@ export const LOCK_ROW = named<{ id: string }>(`SELECT 1 FROM queue_jobs WHERE id
 export const LOCK_ROWS = named<{ ids: string }>(
   `SELECT 1 FROM queue_jobs WHERE id IN (SELECT jsonb_array_elements_text(@ids::jsonb)) ORDER BY id FOR UPDATE`,
 );
+
+/**
+ * The lock and the server's clock in one statement. The clock is read by the outer query's
+ * projection of the row the locking subquery returns, and that subquery (which PostgreSQL never
+ * flattens, as it locks) returns the row only once the lock is held: `clock_timestamp()`, the
+ * time of the call itself, is therefore read after any wait. No row, no reading: the job is
+ * unknown, and the caller reads the clock on its own.
+ */
+export const LOCK_ROW_NOW = named<{ id: string }>(
+  `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
+     FROM (SELECT 1 FROM queue_jobs WHERE id = @id FOR UPDATE) AS locked`,
+);

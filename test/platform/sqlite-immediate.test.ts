@@ -168,7 +168,6 @@ describe("the queue store's write path", () => {
       expect(seen).toEqual([
         'BEGIN IMMEDIATE',
         'UPDATE queue_jobs',
-        'UPDATE queue_jobs',
         'COMMIT',
         'BEGIN IMMEDIATE',
         'UPDATE queue_jobs',

@@ -1,9 +1,9 @@
 // Each lease rule is written twice, once as a pure function (queue/rules.ts) and once as the SQL
 // that enforces it (queue/sql/): these tests hold the two equal over a table of cases, on SQLite
 // and on PostgreSQL. The lease guard, alone and in the batched finish's UPDATE, against
-// rules.staleReason; the quarantine predicate and the
-// claim pick (PostgreSQL's pick leaves out what the sweep would make dead) against
-// rules.claimDisposition.
+// rules.staleReason; the quarantine predicate, the claim's pick (which leaves out what the claim
+// makes dead) and the claim statement itself against rules.claimDisposition, on PostgreSQL also
+// with the statement reading the server's clock.
 import { afterEach, describe, expect, test } from 'vitest';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -13,13 +13,13 @@ import { openPostgresQueueStore, openSqliteQueueStore } from '../../queue/index.
 import type { KnexQueueStore } from '../../queue/knex-store.js';
 import { claimDisposition, staleReason } from '../../queue/rules.js';
 import { rowToJob } from '../../queue/rows.js';
-import { pickStatement } from '../../queue/sql/claim.js';
+import { claimManyIn, pickStatement } from '../../queue/sql/claim.js';
 import type { SqlDialect } from '../../queue/sql/dialects.js';
 import { finishManyStatement } from '../../queue/sql/finish-many.js';
 import { JOB_COLUMNS } from '../../queue/sql/get.js';
 import { guardParams, leaseGuard } from '../../queue/sql/guard.js';
-import { QUARANTINABLE, quarantineIn } from '../../queue/sql/quarantine.js';
-import type { JobStatus, LateFinishPolicy } from '../../queue/types.js';
+import { QUARANTINABLE } from '../../queue/sql/quarantine.js';
+import type { Job, JobStatus, LateFinishPolicy } from '../../queue/types.js';
 import { testSchema } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -117,6 +117,43 @@ function claimCases(): Case[] {
 
 const ids = (rows: Array<Record<string, unknown>>) => rows.map((row) => String(row.id)).sort();
 
+/**
+ * Every row a claim at `now` wrote or left, against rules.claimDisposition of the row before:
+ * `dead` with the rule's reason, `claim` leased to `claimer` with the next token and attempt, the
+ * lease ending at `now + 1000` or the deadline, and `skip` unchanged. The disagreements, described.
+ */
+function outcomes(before: Job[], after: Job[], now: number): string[] {
+  const found = new Map(after.map((job) => [job.id, job]));
+  const wrong: string[] = [];
+  for (const job of before) {
+    const written = found.get(job.id)!;
+    const rule = claimDisposition(job, now);
+    const expected: Job =
+      rule.kind === 'dead'
+        ? { ...job, status: 'dead', deadReason: rule.reason, leaseUntil: null, updatedAt: now }
+        : rule.kind === 'claim'
+          ? {
+              ...job,
+              status: 'leased',
+              owner: 'claimer',
+              token: job.token + 1,
+              attempts: job.attempts + 1,
+              leaseMs: 1_000,
+              leaseUntil: job.deadline !== null && job.deadline < now + 1_000 ? job.deadline : now + 1_000,
+              updatedAt: now,
+            }
+          : job;
+    if (JSON.stringify(written) !== JSON.stringify(expected)) {
+      const { status, attempts, maxAttempts, leaseUntil, deadline, runAt } = job;
+      const was = { status, attempts, maxAttempts, leaseUntil, deadline, runAt };
+      wrong.push(
+        `${JSON.stringify(was)} at ${now}: rule ${rule.kind}, expected ${JSON.stringify(expected)}, got ${JSON.stringify(written)}`,
+      );
+    }
+  }
+  return wrong;
+}
+
 for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`the SQL of the lease rules on ${dialect}`, () => {
     test('the lease guard takes exactly the rows rules.staleReason finds current, under both policies', async () => {
@@ -176,7 +213,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(disagreements, `${judged} rows in one statement per policy, now ${NOW}`).toEqual([]);
     });
 
-    test('quarantine, sweep and pick take exactly what rules.claimDisposition says', async () => {
+    test('the quarantine predicate, the pick and the claim statement take exactly what rules.claimDisposition says', async () => {
       const knex = await open(dialect);
       const cases = claimCases();
       await insert(knex, cases);
@@ -191,19 +228,58 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         byRule('dead'),
       );
       const pick = pickStatement(dialect);
-      const picked = async () => {
-        const seqs = rowsOf(await knex.raw(pick.sql, pick.bind({ now: NOW, max: 1_000 }))).map((row) =>
-          Number(row.seq),
-        );
-        return ids(rowsOf(await knex('queue_jobs').select('id').whereIn('seq', seqs)));
-      };
-      // PostgreSQL's sweep skips locked rows, so its pick must itself leave out what the sweep
-      // would make dead; SQLite's pick relies on the sweep having run under the write lock.
-      if (dialect === 'postgres') expect(await picked(), 'picked before the sweep').toEqual(byRule('claim'));
-      await knex.transaction((trx) => quarantineIn(trx, dialect, NOW));
-      const dead = ids(await knex('queue_jobs').select('id').whereIn('id', byRule('dead')).where('status', 'dead'));
-      expect(dead, 'made dead by the sweep').toEqual(byRule('dead'));
-      expect(await picked(), 'picked after the sweep').toEqual(byRule('claim'));
+      const seqs = rowsOf(await knex.raw(pick.sql, pick.bind({ now: NOW, max: 1_000 }))).map((row) => Number(row.seq));
+      const picked = ids(rowsOf(await knex('queue_jobs').select('id').whereIn('seq', seqs)));
+      expect(picked, 'picked').toEqual(byRule('claim'));
+      // The claim itself, in one statement: the dead made dead, the claimable leased, nothing else.
+      const leases = await knex.transaction((trx) => claimManyIn(trx, dialect, 'claimer', 1_000, 1_000, NOW));
+      const after = rowsOf(await knex.raw(`SELECT ${JOB_COLUMNS} FROM queue_jobs`)).map(rowToJob);
+      expect(outcomes(jobs, after, NOW), `${jobs.length} rows, now ${NOW}`).toEqual([]);
+      expect(leases.map((lease) => lease.id).sort(), 'leases answered').toEqual(byRule('claim'));
     });
   });
 }
+
+describe("the claim on PostgreSQL's server clock, read by the statement itself", () => {
+  // The statement's instant cannot be chosen, so rows are laid out one millisecond apart around
+  // it: whichever instant it reads, rows sit just before, at and just after it, for each rule.
+  test('at that instant, quarantine before claim exactly as rules.claimDisposition says, at every boundary', async () => {
+    const store = await openPostgresQueueStore({ connectionString: testSchema('lh_rules').url });
+    stores.push(store);
+    const { knex } = store;
+    const span = 3_000;
+    const t0 = Number(
+      rowsOf(await knex.raw('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now'))[0]!.now,
+    );
+    const kinds = [
+      // pending, by deadline (rule 4) and by runAt
+      `'pending', NULL::bigint, 4, t, 0`,
+      `'pending', NULL::bigint, 4, NULL::bigint, t`,
+      // leased, by the lease's end: attempts spent (rule 5) or not, and a lease that ends at the deadline
+      `'leased', t, 5, NULL::bigint, 0`,
+      `'leased', t, 4, NULL::bigint, 0`,
+      `'leased', t, 4, t, 0`,
+    ];
+    for (const [k, kind] of kinds.entries())
+      await knex.raw(
+        `INSERT INTO queue_jobs (id, qty, status, lease_until, attempts, deadline, run_at, owner, token, max_attempts,
+           priority, lease_ms, request, created_at, updated_at)
+         SELECT 'k${k}-' || (t - ?), 1, ${kind}, CASE WHEN ${k} >= 2 THEN 'w1' END, 1, 5, 0, 1000, '{}', 0, 0
+         FROM generate_series(?::bigint, ?::bigint) AS t`,
+        [t0, t0, t0 + span - 1],
+      );
+    const before = rowsOf(await knex.raw(`SELECT ${JOB_COLUMNS} FROM queue_jobs`)).map(rowToJob);
+    const leases = await store.claimMany('claimer', 1_000, 2 * kinds.length * span);
+    const after = rowsOf(await knex.raw(`SELECT ${JOB_COLUMNS} FROM queue_jobs`)).map(rowToJob);
+    const instants = [...new Set(after.filter((job) => job.updatedAt !== 0).map((job) => job.updatedAt))];
+    expect(instants.length, `the instants the claim wrote: ${instants.join(', ')}`).toBe(1);
+    const now = instants[0]!;
+    expect(
+      { now, inside: now > t0 && now < t0 + span - 1 },
+      `the statement's instant lies inside the rows laid out from ${t0}`,
+    ).toEqual({ now, inside: true });
+    expect(outcomes(before, after, now), `${before.length} rows, the statement's now ${now}`).toEqual([]);
+    const claimable = before.filter((job) => claimDisposition(job, now).kind === 'claim').map((job) => job.id);
+    expect(leases.map((lease) => lease.id).sort(), 'leases answered').toEqual(claimable.sort());
+  });
+});

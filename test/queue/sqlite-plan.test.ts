@@ -1,9 +1,10 @@
 // The claim's row pick walks the partial indexes and stops after the rows it needs: it never
-// reads and sorts every pending job, so a claim costs the same with ten jobs or ten thousand.
+// reads and sorts every pending job, so a claim costs the same with ten jobs or ten thousand; the
+// claim statement around it reaches rows by seq and its quarantine through the partial indexes.
 import { expect, test } from 'vitest';
 import { join } from 'node:path';
 import { openSqliteQueueStore } from '../../queue/index.js';
-import { pickStatement } from '../../queue/sql/claim.js';
+import { claimStatement, pickStatement } from '../../queue/sql/claim.js';
 import { tempDir } from '../helpers/tmp.js';
 
 test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sort over the queue', async () => {
@@ -22,6 +23,28 @@ test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sor
     expect(lines[pending + 1] ?? '', plan).not.toContain('TEMP B-TREE');
     // Expired leases are found by lease_until (only those are sorted, by priority).
     expect(plan).toMatch(/SEARCH queue_jobs USING INDEX queue_jobs_leased \(lease_until<\?\)/);
+  } finally {
+    await store.close();
+  }
+});
+
+test('the claim statement reaches its rows by seq, and finds quarantinable ones through the deadline and lease indexes', async () => {
+  const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-plan-'), 'q.sqlite') });
+  try {
+    const claim = claimStatement('sqlite');
+    const rows: { detail: string }[] = await store.knex.raw(
+      `EXPLAIN QUERY PLAN ${claim.sql}`,
+      claim.bind({ now: 0, max: 1, owner: 'w1', leaseMs: 1_000 }),
+    );
+    const lines = rows.map((r) => r.detail);
+    const plan = lines.join('\n');
+    expect(lines[0], plan).toMatch(/SEARCH queue_jobs USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+    expect(plan).toMatch(/SEARCH queue_jobs USING INDEX queue_jobs_deadline/);
+    // No walk over the whole table: every access to queue_jobs goes through an index.
+    expect(
+      lines.filter((l) => /SCAN queue_jobs(?! USING)/.test(l)),
+      plan,
+    ).toEqual([]);
   } finally {
     await store.close();
   }
