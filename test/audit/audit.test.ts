@@ -48,7 +48,58 @@ test('clean after every job took effect once; the listing is read page by page',
     effects: 5,
     effectsOfUnfinishedJobs: 0,
     totals: { effects: 5, qty: 15 },
+    downstreams: [{ name: 'receiver', effects: 5, expected: [null], byKey: { '': 5 } }],
   });
+});
+
+test('another downstream is audited per key, read by its listing under its effect endpoint', async () => {
+  const { queue, receiver, jobs, effects } = await setup();
+  const mailer = await startReceiver({ db: ':memory:' });
+  closers.push(() => mailer.close());
+  const mails = new ReceiverClient(mailer.url);
+  closers.push(() => mails.close());
+  const done = async (id: string, send: (token: number) => Promise<unknown>) => {
+    await jobs.enqueue({ id, qty: 2 });
+    const lease = (await jobs.claim('w1'))!;
+    await effects.record({ jobId: id, qty: 2 }, { token: lease.token });
+    await send(lease.token);
+    await jobs.finish(id, { owner: 'w1', token: lease.token });
+  };
+  const email = (jobId: string) => ({ jobId, key: 'email', body: { to: `${jobId}@example.com` } });
+  await done('sent', (token) => mails.record(email('sent'), { token }));
+  await done('not-sent', async () => {});
+  await done('sms-too', async (token) => {
+    await mails.record(email('sms-too'), { token });
+    await mails.record({ jobId: 'sms-too', key: 'sms', body: 'hi' }, { token });
+  });
+  await mails.record(email('ghost'), { token: 1 });
+
+  const report = await audit({
+    queue: queue.url,
+    receiver: receiver.url,
+    downstreams: [{ name: 'mailer', url: `${mailer.url}/effects`, keys: ['email'] }],
+  });
+  expect(report.violations.map((v) => [v.rule, v.downstream, v.jobId, v.key])).toEqual([
+    ['missing_effect', 'mailer', 'not-sent', 'email'],
+    ['unknown_job', 'mailer', 'ghost', 'email'],
+  ]);
+  expect(report.counts.downstreams[1]).toEqual({
+    name: 'mailer',
+    effects: 4,
+    expected: ['email'],
+    byKey: { email: 3, sms: 1 },
+  });
+
+  await expect(
+    audit({ queue: queue.url, receiver: receiver.url, downstreams: [{ name: 'mailer', url: mailer.url }] }),
+  ).rejects.toThrow(/the downstream mailer's URL must be its effect endpoint ending in \/effects/);
+  await expect(
+    audit({
+      queue: queue.url,
+      receiver: receiver.url,
+      downstreams: [{ name: 'receiver', url: `${mailer.url}/effects` }],
+    }),
+  ).rejects.toThrow(/not "receiver"/);
 });
 
 test('each violation is found, with the job and both sides', async () => {

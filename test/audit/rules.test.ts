@@ -39,6 +39,7 @@ describe('audit rules', () => {
       effects: 3,
       effectsOfUnfinishedJobs: 1,
       totals: { effects: 3, qty: 11 },
+      downstreams: [{ name: 'receiver', effects: 3, expected: [null], byKey: { '': 3 } }],
     });
     expect(formatAudit(report).at(-1)).toBe('ok: every done job took effect exactly once, with its qty');
   });
@@ -95,9 +96,132 @@ describe('audit rules', () => {
       }),
     ]);
     const lines = formatAudit(report);
-    expect(lines.filter((line) => line.startsWith('  checked: '))).toHaveLength(4);
+    expect(lines.filter((line) => line.startsWith('  checked: '))).toHaveLength(5);
     expect(lines).toContainEqual(expect.stringMatching(/^ {2}VIOLATION totals_differ: .*receiver \{"totals"/));
     expect(lines.at(-1)).toBe('FAIL: 1 violation');
+  });
+});
+
+describe('audit rules at several downstreams, per key', () => {
+  const mail = (jobId: string, overrides: Partial<AuditedEffect> = {}) =>
+    effect(jobId, { key: 'email', qty: 0, ...overrides });
+  const runWith = (jobs: AuditedJob[], receiver: AuditedEffect[], mailer: AuditedEffect[], keys = ['email']) =>
+    auditRules({
+      jobs,
+      effects: receiver,
+      totals: totalsOf(receiver),
+      downstreams: [{ name: 'mailer', effects: mailer, keys }],
+    });
+
+  test('clean: each done job has its default effect at the receiver and its email at the mailer', () => {
+    const report = runWith([job('a'), job('b')], [effect('a'), effect('b')], [mail('a'), mail('b')]);
+    expect(report.violations).toEqual([]);
+    expect(report.counts.downstreams).toEqual([
+      { name: 'receiver', effects: 2, expected: [null], byKey: { '': 2 } },
+      { name: 'mailer', effects: 2, expected: ['email'], byKey: { email: 2 } },
+    ]);
+    const lines = formatAudit(report);
+    expect(lines).toContain('  and against 2 effects at "mailer"');
+    expect(lines).toContain('  "mailer": effects by key: "email" 2 (expected of each done job: "email")');
+    expect(lines.at(-1)).toBe('ok: every done job took effect exactly once at each of the 2 downstreams, per key');
+  });
+
+  test('missing, doubled and token-ahead effects are named by downstream and key; qty is not the keyed effect’s rule', () => {
+    const report = runWith(
+      [job('a'), job('b'), job('c', { status: 'leased', token: 2 })],
+      [effect('a'), effect('b')],
+      [
+        mail('b', { qty: 7 }),
+        mail('b', { token: 1, qty: 7 }),
+        mail('c', { token: 4 }),
+        mail('c', { key: 'sms', token: 1 }),
+      ],
+    );
+    expect(report.violations).toEqual([
+      {
+        rule: 'missing_effect',
+        downstream: 'mailer',
+        jobId: 'a',
+        key: 'email',
+        queue: { status: 'done', qty: 3, token: 2 },
+        receiver: { effects: 0 },
+        message: 'job "a" is done (qty 3, token 2) but downstream "mailer" has no effect "email" for it',
+      },
+      expect.objectContaining({
+        rule: 'extra_effects',
+        downstream: 'mailer',
+        jobId: 'b',
+        key: 'email',
+        receiver: { effects: 2, qty: [7, 7], token: [2, 1] },
+      }),
+      expect.objectContaining({
+        rule: 'token_ahead',
+        downstream: 'mailer',
+        jobId: 'c',
+        key: 'email',
+        queue: { status: 'leased', token: 2 },
+        receiver: { qty: 0, token: 4 },
+      }),
+    ]);
+    const lines = formatAudit(report);
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^ {2}VIOLATION missing_effect: .*"mailer" has no effect "email" .* mailer \{"effects":0\}$/,
+      ),
+    );
+    expect(lines).toContain('  "mailer": effects by key: "email" 3, "sms" 1 (expected of each done job: "email")');
+  });
+
+  test('a key effect twice for a job that is not done, or with a key nobody expects, is doubled all the same', () => {
+    const report = runWith(
+      [job('a'), job('p', { status: 'pending', token: 1 })],
+      [effect('a')],
+      [
+        mail('a'),
+        mail('a', { key: 'sms' }),
+        mail('a', { key: 'sms' }),
+        mail('p', { token: 1 }),
+        mail('p', { token: 1 }),
+      ],
+    );
+    expect(report.violations.map((v) => [v.rule, v.downstream, v.jobId, v.key])).toEqual([
+      ['extra_effects', 'mailer', 'a', 'sms'],
+      ['extra_effects', 'mailer', 'p', 'email'],
+    ]);
+  });
+
+  test('an effect applied under an earlier lease than the finishing one is a note, not a violation', () => {
+    const report = runWith([job('a', { token: 3 })], [effect('a', { token: 3 })], [mail('a', { token: 2 })]);
+    expect(report.ok).toBe(true);
+    expect(report.earlierTokens).toEqual([
+      { downstream: 'mailer', jobId: 'a', key: 'email', token: 2, finishedWith: 3 },
+    ]);
+    expect(formatAudit(report)).toContain(
+      '  note: job "a"\'s effect "email" at "mailer" was applied with token 2, the job finished with token 3: an earlier holder sent it, the finisher\'s send was a duplicate',
+    );
+  });
+
+  test('without expected keys, a downstream is checked only for doubles, unknown jobs and tokens', () => {
+    const report = runWith([job('a')], [effect('a')], [mail('ghost', { token: 1 })], []);
+    expect(report.violations.map((v) => [v.rule, v.downstream, v.jobId])).toEqual([['unknown_job', 'mailer', 'ghost']]);
+    expect(report.violations[0]!.message).toBe(
+      'downstream "mailer" has an effect "email" for job "ghost" (qty 0, token 1), which the queue does not know',
+    );
+  });
+
+  test("the receiver's keyed effects sit beside its default effect; its expected keys can be named", () => {
+    const effects = [effect('a'), effect('a', { key: 'charge', qty: 9 })];
+    expect(auditRules({ jobs: [job('a')], effects, totals: totalsOf(effects) }).violations).toEqual([]);
+    const keyed = auditRules({
+      jobs: [job('a'), job('b')],
+      effects,
+      totals: totalsOf(effects),
+      keys: [null, 'charge'],
+    });
+    expect(keyed.violations.map((v) => [v.rule, v.downstream, v.jobId, v.key])).toEqual([
+      ['missing_effect', 'receiver', 'b', undefined],
+      ['missing_effect', 'receiver', 'b', 'charge'],
+    ]);
   });
 });
 

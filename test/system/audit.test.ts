@@ -32,7 +32,9 @@ test('leasehold audit: 0 when clean, 1 with each violation, 2 on a usage error',
     const clean = await runCli(['audit', '--queue', queue.url, '--receiver', receiver.url]);
     expect(clean.code, clean.stderr).toBe(0);
     expect(clean.stdout).toContain('audited 2 jobs (2 done) in the queue against 2 effects in the receiver');
-    expect(clean.stdout).toContain('checked: every done job has exactly one effect, with its qty');
+    expect(clean.stdout).toContain(
+      'checked: every done job has exactly one effect for each key expected of it, the default effect with its qty',
+    );
     expect(clean.stdout.trim().split('\n').at(-1)).toBe('ok: every done job took effect exactly once, with its qty');
 
     await effects.record({ jobId: 'ghost', qty: 4 }, { token: 3 });
@@ -53,5 +55,70 @@ test('leasehold audit: 0 when clean, 1 with each violation, 2 on a usage error',
   } finally {
     jobs.close();
     effects.close();
+  }
+});
+
+test('leasehold audit --downstream --expect: each downstream per key', async () => {
+  const dir = tempDir('leasehold-audit-downstreams-');
+  const quiet = ['--port', '0', '--log-level', 'warn'];
+  const [queue, receiver, mailer] = await Promise.all([
+    startProcess('queue', [...quiet, '--db', `${dir}/queue.sqlite`]),
+    startProcess('receiver', [...quiet, '--db', `${dir}/receiver.sqlite`]),
+    // Another receiver stands for a downstream of the user's own: it lists its effects under /effects.
+    startProcess('receiver', [...quiet, '--db', `${dir}/mailer.sqlite`]),
+  ]);
+  const jobs = new QueueClient(queue.url);
+  const effects = new ReceiverClient(receiver.url);
+  const mails = new ReceiverClient(mailer.url);
+  try {
+    const email = (jobId: string) => ({ jobId, key: 'email', body: { to: 'a@example.com', subject: jobId } });
+    for (const id of ['a', 'b', 'c']) {
+      await jobs.enqueue({ id, qty: 2 });
+      const lease = (await jobs.claim('w1'))!;
+      await effects.record({ jobId: id, qty: 2 }, { token: lease.token });
+      if (id !== 'c') await mails.record(email(id), { token: lease.token });
+      await jobs.finish(id, { owner: 'w1', token: lease.token });
+    }
+    const args = ['audit', '--queue', queue.url, '--receiver', receiver.url];
+    const mailerFlag = ['--downstream', `mailer=${mailer.url}/effects`];
+
+    const dirty = await runCli([...args, ...mailerFlag, '--expect', 'mailer=email']);
+    expect(dirty.code, dirty.stderr).toBe(1);
+    expect(dirty.stdout).toContain('  and against 2 effects at "mailer"');
+    expect(dirty.stdout).toContain('  "mailer": effects by key: "email" 2 (expected of each done job: "email")');
+    expect(dirty.stdout).toMatch(
+      /VIOLATION missing_effect: job "c" is done \(qty 2, token 1\) but downstream "mailer" has no effect "email" for it — queue \{.*\}, mailer \{"effects":0\}/,
+    );
+    expect(dirty.stdout.trim().split('\n').at(-1)).toBe('FAIL: 1 violation');
+
+    await mails.record(email('c'), { token: 1 });
+    const clean = await runCli([...args, '--expect', 'mailer=email', '--json'], {
+      LEASEHOLD_DOWNSTREAMS: `mailer=${mailer.url}/effects`,
+    });
+    expect(clean.code, clean.stderr).toBe(0);
+    expect(JSON.parse(clean.stdout)).toMatchObject({
+      ok: true,
+      counts: {
+        downstreams: [
+          { name: 'receiver', effects: 3 },
+          { name: 'mailer', effects: 3, byKey: { email: 3 } },
+        ],
+      },
+    });
+
+    const notEffects = await runCli([...args, '--downstream', `mailer=${mailer.url}`]);
+    expect(notEffects.code).toBe(2);
+    expect(notEffects.stderr).toMatch(
+      /^leasehold audit: .*mailer's URL must be its effect endpoint ending in \/effects/,
+    );
+    const unknown = await runCli([...args, ...mailerFlag, '--expect', 'billing=charge']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /--expect names "billing", which is not a downstream given with --downstream \(mailer\)/,
+    );
+  } finally {
+    jobs.close();
+    effects.close();
+    mails.close();
   }
 });
