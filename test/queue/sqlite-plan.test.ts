@@ -1,10 +1,12 @@
 // The claim's row pick walks the partial indexes and stops after the rows it needs: it never
 // reads and sorts every pending job, so a claim costs the same with ten jobs or ten thousand; the
 // claim statement around it reaches rows by seq and its quarantine through the partial indexes.
+// The batched finish reads only its own jobs' rows, by id.
 import { expect, test } from 'vitest';
 import { join } from 'node:path';
 import { openSqliteQueueStore } from '../../queue/index.js';
 import { claimStatement, pickStatement } from '../../queue/sql/claim.js';
+import { finishManyStatement } from '../../queue/sql/finish-many.js';
 import { tempDir } from '../helpers/tmp.js';
 
 test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sort over the queue', async () => {
@@ -45,6 +47,23 @@ test('the claim statement reaches its rows by seq, and finds quarantinable ones 
       lines.filter((l) => /SCAN queue_jobs(?! USING)/.test(l)),
       plan,
     ).toEqual([]);
+  } finally {
+    await store.close();
+  }
+});
+
+test('the batched finish walks its batch and finds each job by the id index, never scanning the queue', async () => {
+  const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-plan-'), 'q.sqlite') });
+  try {
+    const statement = finishManyStatement('sqlite', 'reject');
+    const rows: { detail: string }[] = await store.knex.raw(
+      `EXPLAIN QUERY PLAN ${statement.sql}`,
+      statement.bind({ items: '[]', owner: 'w1', now: 0 }),
+    );
+    const plan = rows.map((r) => r.detail).join('\n');
+    expect(plan).toMatch(/SCAN json_each/);
+    expect(plan).toMatch(/SEARCH queue_jobs USING INDEX queue_jobs_id_unique \(id=\?\)/);
+    expect(plan).not.toMatch(/SCAN queue_jobs/);
   } finally {
     await store.close();
   }

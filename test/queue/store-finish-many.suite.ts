@@ -3,10 +3,9 @@
 // it, at one `now`, in one transaction of a constant number of statements.
 import { describe, expect, test } from 'vitest';
 import { installCounters, processCounts } from '../../bench/counting.js';
-import type { Job, LateFinishPolicy, Lease, NewJob, QueueStore } from '../../queue/index.js';
+import type { Job, LateFinishPolicy, Lease, QueueStore } from '../../queue/index.js';
 import { QueueError } from '../../queue/index.js';
-import { fakeClock } from '../helpers/clock.js';
-import { newJobInput, rejection, type StoreFactory } from './store.suite.js';
+import { rejection, storeSetup, type StoreFactory } from './store.suite.js';
 
 /** An answer as the wire would carry it: a Job as is, a refusal as its error body and status. */
 function answered(result: Job | QueueError): unknown {
@@ -24,15 +23,8 @@ async function singleAnswer(store: QueueStore, id: string, owner: string, token:
 export function finishManySuite(name: string, factory: StoreFactory): void {
   describe(`queue store finishMany: ${name}`, () => {
     async function setup(latePolicy: LateFinishPolicy = 'reject') {
-      const harness = await factory({ clock: fakeClock(1_000_000), latePolicy });
-      const { store, clock } = harness;
-      const enqueue = async (overrides: Partial<Omit<NewJob, 'request'>> = {}) =>
-        (await store.enqueue(newJobInput(overrides))).job;
-      const claim = async (owner = 'w1', leaseMs = 1_000): Promise<Lease> => {
-        const lease = await store.claim(owner, leaseMs);
-        if (!lease) throw new Error(`expected ${owner} to claim a job at ${clock.now()}, but nothing was claimable`);
-        return lease;
-      };
+      const harness = await storeSetup(factory, latePolicy);
+      const { store, enqueue } = harness;
       /** `n` jobs enqueued together and leased to `owner`, in the order of their numbers. */
       const leased = async (prefix: string, n: number, owner = 'w1', leaseMs = 1_000): Promise<Lease[]> => {
         const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
@@ -43,7 +35,7 @@ export function finishManySuite(name: string, factory: StoreFactory): void {
         expect(leases.map((l) => l.id)).toEqual(ids);
         return leases;
       };
-      return { ...harness, store, clock, enqueue, claim, leased };
+      return { ...harness, leased };
     }
 
     test('all accepted: every job done with its own result, at one now, in the order given', async () => {

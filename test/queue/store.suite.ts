@@ -48,26 +48,29 @@ export async function rejection(promise: Promise<unknown>, code: string): Promis
   return outcome.error as QueueError;
 }
 
+/** A fresh store on a fake clock from `factory`, with the small steps every store test takes. */
+export async function storeSetup(factory: StoreFactory, latePolicy: LateFinishPolicy = 'reject') {
+  const clock = fakeClock(1_000_000);
+  const harness = await factory({ clock, latePolicy });
+  const { store } = harness;
+  const enqueue = async (overrides: Partial<Omit<NewJob, 'request'>> = {}) =>
+    (await store.enqueue(newJobInput(overrides))).job;
+  const claim = async (owner = 'w1', leaseMs = 1_000): Promise<Lease> => {
+    const lease = await store.claim(owner, leaseMs);
+    if (!lease) throw new Error(`expected ${owner} to claim a job at ${clock.now()}, but nothing was claimable`);
+    return lease;
+  };
+  const job = async (id: string): Promise<Job> => {
+    const found = await store.get(id);
+    if (!found) throw new Error(`job ${id} is missing`);
+    return found;
+  };
+  return { ...harness, store, clock, enqueue, claim, job };
+}
+
 export function queueStoreSuite(name: string, factory: StoreFactory): void {
   describe(`queue store: ${name}`, () => {
-    async function setup(latePolicy: LateFinishPolicy = 'reject') {
-      const clock = fakeClock(1_000_000);
-      const harness = await factory({ clock, latePolicy });
-      const { store } = harness;
-      const enqueue = async (overrides: Partial<Omit<NewJob, 'request'>> = {}) =>
-        (await store.enqueue(newJobInput(overrides))).job;
-      const claim = async (owner = 'w1', leaseMs = 1_000): Promise<Lease> => {
-        const lease = await store.claim(owner, leaseMs);
-        if (!lease) throw new Error(`expected ${owner} to claim a job at ${clock.now()}, but nothing was claimable`);
-        return lease;
-      };
-      const job = async (id: string): Promise<Job> => {
-        const found = await store.get(id);
-        if (!found) throw new Error(`job ${id} is missing`);
-        return found;
-      };
-      return { ...harness, store, clock, enqueue, claim, job };
-    }
+    const setup = (latePolicy: LateFinishPolicy = 'reject') => storeSetup(factory, latePolicy);
 
     describe('enqueue', () => {
       test('creates a pending job with defaults and token 0', async () => {
