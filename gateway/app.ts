@@ -45,6 +45,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
           endpoint: downstream.url,
           secret: downstream.secret,
           now: () => resolved.clock.now(),
+          logger,
         }),
         signed: downstream.secret !== undefined,
       },

@@ -7,7 +7,7 @@ import { QueueError } from '../queue/client.js';
 import type { Lease } from '../queue/types.js';
 import { downstreamSecretVariable } from './downstreams.js';
 import { GatewayError } from './errors.js';
-import type { Forwarder } from './forwarder.js';
+import type { BadBatch, Forwarder } from './forwarder.js';
 import type { Exchange } from '../platform/exchange.js';
 import type { ResolvedGatewayOptions } from './options.js';
 import {
@@ -94,7 +94,9 @@ export function createSend({ queue, downstreams, options, logger }: SendDependen
       const timeoutMs = attemptTimeoutMs(state, clock.now(), retry);
       if (timeoutMs <= 0) throw upstreamError(failures, 'time', retry.budgetMs, name);
       state.attempts += 1;
-      const result = await forwarder.forward(effect, lease.token, timeoutMs, signal);
+      // A retry goes alone: the batch its first attempt rode in failed, and need not fail it again.
+      const result = await forwarder.forward(effect, lease.token, timeoutMs, { signal, alone: state.attempts > 1 });
+      if (result.kind === 'bad_batch') throw badBatchError(result, state.attempts, name);
       switch (classifyAttempt(result)) {
         case 'done':
           return {
@@ -272,6 +274,16 @@ function badDownstreamError(result: Exchange, attempts: number, downstream: stri
   return new GatewayError(
     'bad_downstream',
     `${downstreamWords(downstream)} answered ${shape}, which is not an answer of the fencing protocol, so the gateway cannot tell what happened and reports nothing as applied. Check that ${addressFlag(downstream)} points at a fenced effect endpoint (leasehold conform checks one).`,
+    { downstream, attempts, upstream: { status, ...(code ? { code } : {}) } },
+  );
+}
+
+/** A batch answered outside the protocol: no effect in it is reported as applied. */
+function badBatchError(result: BadBatch, attempts: number, downstream: string): GatewayError {
+  const { status, code, problem } = result;
+  return new GatewayError(
+    'bad_downstream',
+    `${downstreamWords(downstream)} ${problem} to a batch of effects, which is not an answer of the fencing protocol, so the gateway cannot tell what happened to this effect and reports nothing as applied. Check that ${addressFlag(downstream)} points at a fenced effect endpoint (leasehold conform checks one).`,
     { downstream, attempts, upstream: { status, ...(code ? { code } : {}) } },
   );
 }

@@ -10,6 +10,7 @@ import type { Clock, EffectRequest } from './rules.js';
 import { pruneBatch } from './sql/prune.js';
 import { getEffect, listEffects, readJournal, readTotals } from './sql/reads.js';
 import { recordIn } from './sql/record.js';
+import { recordBatchIn } from './sql/record-batch.js';
 import { resetIn } from './sql/reset.js';
 import type { ApplyEffect, EffectStore, PageQuery, PruneOptions, Recorded } from './store.js';
 
@@ -18,6 +19,11 @@ export type { EffectDialect } from './dialect.js';
 /** An EffectStore on knex; `knex` is its handle, for a caller that listens to its queries. */
 export interface KnexEffectStore extends EffectStore<Knex.Transaction> {
   readonly knex: Knex;
+  recordMany(
+    requests: readonly EffectRequest[],
+    clock: Clock,
+    apply?: ApplyEffect<Knex.Transaction>,
+  ): Promise<Recorded[]>;
 }
 
 export interface KnexEffectStoreOptions {
@@ -28,6 +34,11 @@ export interface KnexEffectStoreOptions {
 }
 
 const DEFAULT_PRUNE_BATCH = 500;
+
+/** Bodies are stored, compared and answered in their canonical form, whoever calls. */
+function canonical(request: EffectRequest): EffectRequest {
+  return request.body === undefined ? request : { ...request, body: canonicalBody(request.body) };
+}
 
 /** An EffectStore over a migrated knex handle (SQLite 3.35+ or PostgreSQL). */
 export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffectStore {
@@ -42,14 +53,23 @@ export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffe
     knex,
 
     record(given: EffectRequest, clock: Clock, apply?: ApplyEffect<Knex.Transaction>): Promise<Recorded> {
-      // Bodies are stored, compared and answered in their canonical form, whoever calls.
-      const request = given.body === undefined ? given : { ...given, body: canonicalBody(given.body) };
+      const request = canonical(given);
       // The clock is read inside the transaction, so `appliedAt` and journal times follow the
       // order in which requests were serialised. `apply` writes through knex, so only a request
       // that has one needs a knex transaction; the others take the dialect's leaner write path.
       const recorded = apply
         ? dialect.transaction(knex, (trx) => recordIn(trx, request, clock.now(), (effect) => apply(effect, trx)))
         : write((executor) => recordIn(executor, request, clock.now()));
+      return recorded.catch(rethrow);
+    },
+
+    recordMany(given, clock, apply?: ApplyEffect<Knex.Transaction>): Promise<Recorded[]> {
+      if (given.length === 0) return Promise.resolve([]);
+      const requests = given.map(canonical);
+      // One transaction for all, on the same two paths as a single request.
+      const recorded = apply
+        ? dialect.transaction(knex, (trx) => recordBatchIn(trx, requests, clock.now(), (effect) => apply(effect, trx)))
+        : write((executor) => recordBatchIn(executor, requests, clock.now()));
       return recorded.catch(rethrow);
     },
 

@@ -5,10 +5,15 @@ import { pino, type Logger } from 'pino';
 import { BODY_LIMIT_BYTES, edgeFailureOf, errorRenderer, rawJsonBody } from '../platform/http-edge.js';
 import { ReceiverError } from './errors.js';
 import type { EffectMetrics } from './metrics.js';
-import { parseEffectBody, parseFencingToken } from './schemas.js';
-import { differences, systemClock, type Clock, type EffectRequest, type Judgement } from './rules.js';
-import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
+import { parseBatchBody, parseEffectBody, parseFencingToken } from './schemas.js';
+import { systemClock, type Clock, type EffectRequest } from './rules.js';
+import { answerOf, refusalOf } from './answers.js';
+import { BATCH_HEADER, batchTargetOf, isBatchTarget, judgeBatch } from './batch.js';
+import { BATCH_TOKEN, FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
 import { recordEffect, type ApplyEffect, type EffectStore, type Recorded } from './store.js';
+
+export { refusalOf } from './answers.js';
+export { BATCH_HEADER } from './batch.js';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 export const BODY_LIMIT = BODY_LIMIT_BYTES;
@@ -73,35 +78,6 @@ function rawBodyOf(req: Request): Buffer | undefined {
   throw new Error('fencedEffects needs the raw request body: mount it before any body parser (e.g. express.json()).');
 }
 
-/** How a message names an effect: `job "a"`, or `effect "charge" of job "a"`. */
-const effectWords = (request: EffectRequest) =>
-  request.key === undefined ? `job "${request.jobId}"` : `effect "${request.key}" of job "${request.jobId}"`;
-
-/** The answer to a `fenced` or `conflict` judgement, with what was asked beside what is. */
-export function refusalOf(request: EffectRequest, judgement: Judgement): ReceiverError {
-  const { jobId, key, token } = request;
-  const { effect, highestToken } = judgement.state;
-  const keyed = key === undefined ? {} : { key };
-  if (judgement.outcome === 'fenced' || effect === undefined) {
-    return new ReceiverError(
-      'fenced',
-      `Fencing token ${token} is lower than token ${highestToken} already seen for job "${jobId}": a newer lease holds this job, so stop working on it.`,
-      { jobId, ...keyed, token, highestToken },
-    );
-  }
-  const changed = differences(effect, request).map((field) =>
-    field === 'qty'
-      ? `qty ${String(effect.qty ?? 'left out')}, not ${String(request.qty ?? 'left out')}`
-      : 'another body',
-  );
-  const instead = key === undefined ? 'use a new jobId, or a key,' : 'use another key';
-  return new ReceiverError(
-    'conflict',
-    `${effectWords(request).replace(/^./, (c) => c.toUpperCase())} already has an effect with ${changed.join(' and ')}; an effect is recorded once per job and key, so ${instead} for a different effect.`,
-    { jobId, ...keyed, ...(request.qty === undefined ? {} : { qty: request.qty }), effect },
-  );
-}
-
 /**
  * A router for one route (`app.post('/effects', fencedEffects({store}))`): reads the body
  * (declared JSON, 1 MiB at most), checks the Fencing-Token header, the signature (over the
@@ -109,6 +85,12 @@ export function refusalOf(request: EffectRequest, judgement: Judgement): Receive
  * body, then judges and records the request in one store transaction and answers
  * `201 applied`, `200 duplicate` (+ `Idempotent-Replayed: true`), `409 fenced` or
  * `422 conflict`. Errors are rendered in the contract's shape by the receiver's error handler.
+ *
+ * With a store that has `recordMany` (every knex store does), the same route also takes batches
+ * (receiver/batch.ts): a POST to its target with `batch` added to the query carries
+ * `{effects: [{jobId, key?, qty?, body?, token}, ...]}` (1 to 100), signed over `batch` in the
+ * token's place, and is answered `200 {results: [{status, body}, ...]}`, each effect as its own
+ * request would have been. Every answer of the route names that target in `Leasehold-Batch`.
  */
 export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   const clock = options.clock ?? systemClock;
@@ -118,52 +100,92 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
     throw new Error('fencedEffects: secret must not be empty; leave it out to disable signatures.');
 
   /**
-   * Records the request, and turns a failure of `apply` into `apply_failed` only after the
-   * store has given up: inside the transaction the error stays as thrown, so that the store's
-   * retry can recognise a deadlock or a busy database. Only the very error this request's own
-   * `apply` threw, arriving here unchanged, is `apply_failed`; the store's `busy` and the
-   * store's own failures keep their answers.
+   * Runs `work` with this request's own `apply`, and turns a failure of `apply` into
+   * `apply_failed` only after the store has given up: inside the transaction the error stays as
+   * thrown, so that the store's retry can recognise a deadlock or a busy database. Only the very
+   * error this request's own `apply` threw, arriving here unchanged, is `apply_failed`; the
+   * store's `busy` and the store's own failures keep their answers.
    */
-  const record = async (request: EffectRequest): Promise<Recorded> => {
-    if (!apply) return recordEffect(store, request, clock);
+  const withApply = async <T>(
+    what: { jobId?: string; words: string },
+    work: (apply?: ApplyEffect<Tx>) => Promise<T>,
+  ): Promise<T> => {
+    if (!apply) return work();
     const tracked = trackFailures(apply);
     try {
-      return await recordEffect(store, request, clock, tracked.apply);
+      return await work(tracked.apply);
     } catch (err) {
       if (err instanceof ReceiverError || !tracked.threw(err)) throw err;
-      logger.error({ err, jobId: request.jobId }, 'apply failed; the effect was not recorded');
+      logger.error({ err, jobId: what.jobId }, 'apply failed; the effect was not recorded');
       throw new ReceiverError(
         'apply_failed',
-        `The effect for job "${request.jobId}" could not be applied, so nothing was recorded; retry the request.`,
+        `The effect for ${what.words} could not be applied, so nothing was recorded; retry the request.`,
         {},
         undefined,
         { cause: err },
       );
     }
   };
+  const record = (request: EffectRequest): Promise<Recorded> =>
+    withApply({ jobId: request.jobId, words: `job "${request.jobId}"` }, (tracked) =>
+      recordEffect(store, request, clock, tracked),
+    );
+  const batches = store.recordMany !== undefined;
+
+  const judged = (request: EffectRequest, { judgement, journal }: Recorded) => {
+    options.metrics?.judged(judgement.outcome, request);
+    const { jobId, key, qty, token } = request;
+    logger.info({ jobId, key, qty, token, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
+  };
+
+  const checkSignature = (req: Request, token: number | typeof BATCH_TOKEN, raw: Buffer | undefined) => {
+    if (secret === undefined) return;
+    // The method and the target as the caller sent them (originalUrl: before any mount point was stripped).
+    const signed = { method: req.method, path: req.originalUrl, token, body: raw ?? Buffer.alloc(0) };
+    const check = verifySignature(secret, req.get(SIGNATURE_HEADER), signed, clock.now());
+    if (!check.ok) {
+      options.metrics?.signatureRefused();
+      throw new ReceiverError('invalid_signature', check.reason);
+    }
+  };
+
+  /** A batch: signed over `batch` in the token's place; each effect answered in `results`. */
+  const handleBatch = async (req: Request, res: Response) => {
+    const raw = rawBodyOf(req);
+    checkSignature(req, BATCH_TOKEN, raw);
+    const results = await judgeBatch(parseBatchBody(raw), {
+      recordMany: (requests) =>
+        withApply({ words: `one of the batch's ${requests.length} effects` }, (tracked) =>
+          store.recordMany!(requests, clock, tracked),
+        ),
+      record: async (request) => {
+        try {
+          return await record(request);
+        } catch (err) {
+          if (!(err instanceof ReceiverError)) logger.error({ err, jobId: request.jobId }, 'unexpected error');
+          throw err;
+        }
+      },
+      judged,
+    });
+    res.status(200).json({ results });
+  };
 
   const handle = async (req: Request, res: Response) => {
+    // Every answer, a refusal included, says where batches go, so a sender learns it from any.
+    if (batches) res.set(BATCH_HEADER, batchTargetOf(req.originalUrl));
+    if (batches && isBatchTarget(req.originalUrl)) return handleBatch(req, res);
     const raw = rawBodyOf(req);
     const token = parseFencingToken(req.get(FENCING_TOKEN_HEADER));
-    if (secret !== undefined) {
-      // The method and the target as the caller sent them (originalUrl: before any mount point was stripped).
-      const signed = { method: req.method, path: req.originalUrl, token, body: raw ?? Buffer.alloc(0) };
-      const check = verifySignature(secret, req.get(SIGNATURE_HEADER), signed, clock.now());
-      if (!check.ok) {
-        options.metrics?.signatureRefused();
-        throw new ReceiverError('invalid_signature', check.reason);
-      }
-    }
+    checkSignature(req, token, raw);
     const request: EffectRequest = { ...parseEffectBody(raw), token };
-    const { judgement, journal } = await record(request);
-    options.metrics?.judged(judgement.outcome, request);
-    const { jobId, key, qty } = request;
-    logger.info({ jobId, key, qty, token, outcome: judgement.outcome, seq: journal.seq }, 'effect judged');
-    const { effect } = judgement.state;
-    if (judgement.outcome === 'applied') res.status(201).json({ outcome: 'applied', effect });
-    else if (judgement.outcome === 'duplicate')
-      res.status(200).set(IDEMPOTENT_REPLAYED_HEADER, 'true').json({ outcome: 'duplicate', effect });
-    else throw refusalOf(request, judgement);
+    const recorded = await record(request);
+    judged(request, recorded);
+    const { judgement } = recorded;
+    if (judgement.outcome === 'fenced' || judgement.outcome === 'conflict') throw refusalOf(request, judgement);
+    const answer = answerOf(request, judgement);
+    if (judgement.outcome === 'duplicate') res.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+    res.status(answer.status).json(answer.body);
   };
 
   const router = express.Router();

@@ -21,9 +21,16 @@ export interface SignedRequest {
   method: string;
   /** The request target: path and query exactly as sent (`/effects`, `/prefix/effects?x=1`). */
   path: string;
-  token: number;
+  /** The Fencing-Token as sent; a batch of effects, which carries a token per effect, signs `batch`. */
+  token: number | typeof BATCH_TOKEN;
   body: string | Buffer;
 }
+
+/**
+ * What a batch request signs in the token's place. No Fencing-Token is ever `batch` (it is
+ * digits only), so a batch's signature never verifies as a single effect's, nor the reverse.
+ */
+export const BATCH_TOKEN = 'batch';
 
 /** The version tag of the signing scheme; `v1` (no method and path) is refused. */
 export const SIGNATURE_VERSION = 'v2';

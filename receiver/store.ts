@@ -77,6 +77,16 @@ export interface EffectStore<Tx = unknown> {
    */
   record(request: EffectRequest, clock: Clock, apply?: ApplyEffect<Tx>): Promise<Recorded>;
   /**
+   * Judges and records several requests in ONE write transaction, each as `record` would have
+   * alone, and resolves to their records in the order given. A job's requests are judged in the
+   * order given, each seeing the ones before it (their tokens, their effects); the jobs among
+   * themselves in the order of their ids, so batches that share jobs take their rows in one order.
+   * All share one clock reading. A failure of any one (`apply` throwing, the totals refusing an
+   * effect, the database) rolls all of them back and rejects as `record` would. Optional: a store
+   * without it serves single requests only, and fencedEffects then offers no batches.
+   */
+  recordMany?(requests: readonly EffectRequest[], clock: Clock, apply?: ApplyEffect<Tx>): Promise<Recorded[]>;
+  /**
    * Effects by jobId and key (the default effect first): all of them, or one page (`limit` of
    * them after the effect `after`), of every job or of `jobId` alone.
    */

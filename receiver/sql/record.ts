@@ -32,7 +32,7 @@ export async function recordIn(
  * The fence first, then the effect: a lower token is refused whatever the key, before the effect
  * is compared. A conflict puts the fence back, so only applied and duplicate raise it.
  */
-async function judgeIn(executor: Executor, request: EffectRequest, now: number): Promise<Judgement> {
+export async function judgeIn(executor: Executor, request: EffectRequest, now: number): Promise<Judgement> {
   const stored = { jobId: request.jobId, ...storedFields(request) };
   const fence = await raiseFence(executor, request.jobId, request.token);
   if (fence === 'fenced') {

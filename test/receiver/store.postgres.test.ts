@@ -11,7 +11,8 @@ import { fakeClock } from '../helpers/clock.js';
 import type { Knex } from 'knex';
 import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 import { TEST_DATABASE_URL, testSchema } from '../helpers/postgres.js';
-import { effectStoreSuite, replayJournal } from './store.suite.js';
+import { effectBatchSuite } from './store-batch.suite.js';
+import { effectStoreSuite, replayJournal, type EffectStoreHarness } from './store.suite.js';
 
 const open: KnexEffectStore[] = [];
 const empty: Knex[] = [];
@@ -25,7 +26,7 @@ async function openStore(url: string): Promise<KnexEffectStore> {
   return store;
 }
 
-effectStoreSuite('postgres', async () => {
+const harness = async (): Promise<EffectStoreHarness<Knex.Transaction>> => {
   const { url } = testSchema('lh_rcv');
   const store = await openStore(url);
   return {
@@ -40,7 +41,10 @@ effectStoreSuite('postgres', async () => {
       return { knex, dialect: postgresEffectDialect(10_000) };
     },
   };
-});
+};
+
+effectStoreSuite('postgres', harness);
+effectBatchSuite('postgres', harness);
 
 describe('receiver store: postgres only', () => {
   test('four pools racing on 25 jobs, first requests included: one applied per job, highest token kept', async () => {

@@ -8,9 +8,11 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { recordEffect } from '../../receiver/store.js';
 import { closeAfterTest } from './setup.js';
-import { effectStoreSuite } from './store.suite.js';
+import { effectBatchSuite } from './store-batch.suite.js';
+import { effectStoreSuite, type EffectStoreHarness } from './store.suite.js';
+import type { Knex } from 'knex';
 
-effectStoreSuite('sqlite', async () => {
+const harness = async (): Promise<EffectStoreHarness<Knex.Transaction>> => {
   const filename = join(tempDir('leasehold-receiver-'), 'receiver.sqlite');
   const open = async () => {
     const store = await openSqliteEffectStore({ filename, busyTimeoutMs: 200 });
@@ -28,7 +30,10 @@ effectStoreSuite('sqlite', async () => {
       return { knex: db.knex, dialect: sqliteEffectDialect(db) };
     },
   };
-});
+};
+
+effectStoreSuite('sqlite', harness);
+effectBatchSuite('sqlite', harness);
 
 describe('receiver sqlite schema', () => {
   test('migrations use receiver_ tables and their own bookkeeping table, and run again harmlessly', async () => {

@@ -1,0 +1,153 @@
+// The batch path of the receiver store (`recordMany`), against any store that has it: each
+// effect judged as `record` alone would judge it, all in one transaction. Each dialect's store
+// test calls `effectBatchSuite`.
+import { describe, expect, test } from 'vitest';
+import { recordEffect, type EffectRequest, type EffectStore, type Recorded } from '../../receiver/index.js';
+import { fakeClock } from '../helpers/clock.js';
+import type { EffectStoreHarness } from './store.suite.js';
+import { replayJournal } from './store.suite.js';
+
+type BatchStore<Tx> = EffectStore<Tx> & Required<Pick<EffectStore<Tx>, 'recordMany'>>;
+
+function batching<Tx>(store: EffectStore<Tx>): BatchStore<Tx> {
+  if (store.recordMany === undefined) throw new Error('the store under test has no recordMany');
+  return store as BatchStore<Tx>;
+}
+
+const outcomes = (recorded: Recorded[]) => recorded.map((r) => r.judgement.outcome);
+
+export function effectBatchSuite<Tx>(name: string, factory: () => Promise<EffectStoreHarness<Tx>>): void {
+  describe(`receiver store batches: ${name}`, () => {
+    async function setup() {
+      const clock = fakeClock(1_000_000);
+      const harness = await factory();
+      return { ...harness, store: batching(harness.store), clock };
+    }
+
+    test('mixed outcomes in one batch: each as alone, in order, with its own journal entry, the totals once', async () => {
+      const { store, clock } = await setup();
+      await recordEffect(store, { jobId: 'a', qty: 5, token: 3 }, clock);
+      clock.advance(10);
+      const batch: EffectRequest[] = [
+        { jobId: 'b', qty: 2, token: 1 },
+        { jobId: 'a', qty: 5, token: 3 },
+        { jobId: 'a', qty: 5, token: 2 },
+        { jobId: 'a', key: 'other', qty: 1, token: 2 },
+        { jobId: 'a', qty: 6, token: 3 },
+        { jobId: 'c', key: 'k', body: { z: 1, a: [1, { y: 2, x: 1 }] }, token: 7 },
+      ];
+      const recorded = await store.recordMany(batch, clock);
+      expect(outcomes(recorded)).toEqual(['applied', 'duplicate', 'fenced', 'fenced', 'conflict', 'applied']);
+      expect(recorded[1]!.judgement.state.effect).toEqual({ jobId: 'a', qty: 5, token: 3, appliedAt: 1_000_000 });
+      expect(recorded[2]!.judgement.state.highestToken).toBe(3);
+      expect(recorded[5]!.judgement.state.effect).toEqual({
+        jobId: 'c',
+        key: 'k',
+        body: { a: [1, { x: 1, y: 2 }], z: 1 },
+        token: 7,
+        appliedAt: 1_000_010,
+      });
+      expect(await store.totals()).toEqual({ effects: 3, qty: 7 });
+      const journal = await store.journal();
+      expect(journal.length).toBe(1 + batch.length);
+      expect(recorded.map((r) => r.journal.seq).sort((x, y) => x - y)).toEqual(journal.slice(1).map((e) => e.seq));
+      expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
+    });
+
+    test('two effects of one job in one batch are judged in order: the second sees the first token and effect', async () => {
+      const { store, clock } = await setup();
+      const recorded = await store.recordMany(
+        [
+          { jobId: 'j', key: 'one', qty: 1, token: 5 },
+          { jobId: 'j', key: 'two', qty: 1, token: 4 },
+          { jobId: 'k', qty: 1, token: 4 },
+          { jobId: 'k', qty: 1, token: 6 },
+          { jobId: 'k', qty: 2, token: 6 },
+        ],
+        clock,
+      );
+      expect(outcomes(recorded)).toEqual(['applied', 'fenced', 'applied', 'duplicate', 'conflict']);
+      expect(recorded[1]!.judgement.state.highestToken).toBe(5);
+      // The duplicate raised k's fence to 6 inside the batch; the conflict did not undo it.
+      expect((await recordEffect(store, { jobId: 'k', qty: 1, token: 5 }, clock)).judgement.outcome).toBe('fenced');
+      expect(await store.totals()).toEqual({ effects: 2, qty: 2 });
+    });
+
+    test('one transaction for the whole batch: one BEGIN and one COMMIT, one totals update', async () => {
+      const { store, clock, onStatement } = await setup();
+      const sent: string[] = [];
+      onStatement((sql) => sent.push(sql));
+      await store.recordMany(
+        Array.from({ length: 5 }, (_, i) => ({ jobId: `t${i}`, qty: 1, token: 1 })),
+        clock,
+      );
+      const count = (pattern: RegExp) => sent.filter((sql) => pattern.test(sql)).length;
+      expect(
+        { begin: count(/^\s*begin/i), commit: count(/^\s*commit/i), totals: count(/update\s+receiver_totals/i) },
+        sent.join('\n'),
+      ).toEqual({ begin: 1, commit: 1, totals: 1 });
+    });
+
+    test('a failure of one effect rolls the whole batch back: apply throwing, or the totals refusing', async () => {
+      const { store, clock } = await setup();
+      const failing = store.recordMany(
+        [
+          { jobId: 'a', qty: 1, token: 1 },
+          { jobId: 'b', qty: 1, token: 1 },
+        ],
+        clock,
+        async (effect) => {
+          if (effect.jobId === 'b') throw new Error('b cannot be applied');
+        },
+      );
+      await expect(failing).rejects.toThrow('b cannot be applied');
+      const big = Number.MAX_SAFE_INTEGER - 10;
+      const overflowing = store.recordMany(
+        [
+          { jobId: 'c', qty: big, token: 1 },
+          { jobId: 'd', qty: 11, token: 1 },
+        ],
+        clock,
+      );
+      await expect(overflowing).rejects.toMatchObject({ code: 'invalid_request' });
+      expect({
+        totals: await store.totals(),
+        journal: await store.journal(),
+        effects: await store.listEffects(),
+      }).toEqual({
+        totals: { effects: 0, qty: 0 },
+        journal: [],
+        effects: [],
+      });
+    });
+
+    test('racing batches on two handles: N identical effects give exactly one applied, the journal replays', async () => {
+      const { store, openAnother, clock } = await setup();
+      const other = batching(await openAnother());
+      const stores = [store, other];
+      const effect = { jobId: 'race', key: 'pay', qty: 3, token: 2 };
+      // Each batch also holds other jobs, in another order, so batches share rows in both orders.
+      const batches = Array.from({ length: 12 }, (_, i) => {
+        const rest = [
+          { jobId: 'x', qty: 1, token: 1 + (i % 3) },
+          { jobId: 'y', qty: 1, token: 1 + (i % 2) },
+        ];
+        return i % 2 === 0 ? [effect, ...rest] : [...rest.reverse(), effect];
+      });
+      const results = await Promise.all(batches.map((batch, i) => stores[i % 2]!.recordMany(batch, clock)));
+      const raced = results.map((recorded, i) => recorded[batches[i]!.indexOf(effect)]!.judgement.outcome);
+      expect(raced.filter((o) => o === 'applied').length, raced.join(', ')).toBe(1);
+      expect(raced.filter((o) => o !== 'applied' && o !== 'duplicate')).toEqual([]);
+      const journal = await store.journal();
+      expect(journal.length).toBe(12 * 3);
+      expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
+      expect(await other.totals()).toEqual({ effects: 3, qty: 5 });
+    });
+
+    test('an empty batch records nothing', async () => {
+      const { store, clock } = await setup();
+      expect(await store.recordMany([], clock)).toEqual([]);
+      expect(await store.journal()).toEqual([]);
+    });
+  });
+}
