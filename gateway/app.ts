@@ -54,7 +54,11 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   // Sends that overlap share their lease checks: one queue request for all that wait.
   const verifier = new CoalescingVerifier(queue, logger);
   const send = createSend({ queue: verifier, downstreams, options: resolved, logger });
-  const sends = gatewayMetrics(metrics, () => verifier.counts);
+  const sends = gatewayMetrics(
+    metrics,
+    () => verifier.counts,
+    () => [...downstreams].map(([name, { forwarder }]) => ({ downstream: name, ...forwarder.counts })),
+  );
 
   const app = express();
   app.disable('x-powered-by');

@@ -1,5 +1,6 @@
-// The gateway's own metrics: sends by outcome, the retries they took, and the lease checks
-// behind them — how many checks, and how many queue requests carried them (they coalesce).
+// The gateway's own metrics: sends by outcome, the retries they took, the lease checks behind
+// them — how many checks, and how many queue requests carried them (they coalesce) — and the
+// forward requests to each downstream with the effects they carried (they batch).
 import { Counter, type Registry } from 'prom-client';
 import { countedElsewhere } from '../platform/metrics.js';
 
@@ -12,8 +13,22 @@ export interface SendMetrics {
   sent(outcome: string, attempts: number, downstream?: string): void;
 }
 
-/** `checks` reads the lease checker's running counts (CoalescingVerifier.counts). */
-export function gatewayMetrics(registry: Registry, checks: () => { requests: number; checks: number }): SendMetrics {
+/** Forward requests made to one downstream and the effects they carried (Forwarder.counts). */
+export interface ForwardFigures {
+  downstream: string;
+  requests: number;
+  effects: number;
+}
+
+/**
+ * `checks` reads the lease checker's running counts (CoalescingVerifier.counts), `forwards` each
+ * downstream forwarder's.
+ */
+export function gatewayMetrics(
+  registry: Registry,
+  checks: () => { requests: number; checks: number },
+  forwards: () => readonly ForwardFigures[] = () => [],
+): SendMetrics {
   const sends = new Counter({
     name: 'leasehold_gateway_sends_total',
     help: 'Sends by outcome: applied, duplicate, or the error code they were refused with (stale_lease, fenced, upstream_unavailable...), or abandoned by the caller.',
@@ -43,6 +58,28 @@ export function gatewayMetrics(registry: Registry, checks: () => { requests: num
     'leasehold_gateway_lease_check_requests_total',
     'Queue requests that carried those checks: overlapping sends share one POST /verifications.',
     () => checks().requests,
+  );
+  // Both read at collection: with sends by downstream above, "effects per request" is their ratio.
+  const perDownstream = (name: string, help: string, read: (figures: ForwardFigures) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['downstream'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const figures of forwards()) this.inc({ downstream: figures.downstream }, read(figures));
+      },
+    });
+  perDownstream(
+    'leasehold_gateway_forward_requests_total',
+    'HTTP requests the gateway made to each downstream to forward effects: single effects, and batches to a downstream that offers them.',
+    (figures) => figures.requests,
+  );
+  perDownstream(
+    'leasehold_gateway_forwarded_effects_total',
+    'Effects those requests carried (retries included); divided by leasehold_gateway_forward_requests_total, the effects per request.',
+    (figures) => figures.effects,
   );
   return {
     sent(outcome, attempts, downstream) {

@@ -2,14 +2,14 @@
 // (a typo such as "tokn") is refused rather than ignored. Limits match the queue's and the
 // receiver's, so a body that passes here is never refused downstream for its shape.
 import { z } from 'zod';
-import { idProblem, idSchema } from '../platform/ids.js';
+import { effectBody, effectKey } from '../platform/effect-fields.js';
+import { idSchema } from '../platform/ids.js';
 import { requiresOneOf } from '../platform/openapi.js';
 import type { SendRequest } from './types.js';
 
-/** The most characters an effect's key may have (the id rule otherwise). */
-export const MAX_KEY_LENGTH = 128;
-/** The most bytes an effect's body may take, serialized as JSON. */
-export const MAX_BODY_BYTES = 64 * 1024;
+/** The limits of an effect's key and body: the receiver's (platform/effect-fields.ts). */
+export { MAX_KEY_LENGTH } from '../platform/ids.js';
+export { MAX_BODY_BYTES } from '../platform/effect-fields.js';
 
 const required = (what: string, kind: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${what} is required (${kind})` : `${what} must be ${kind}`;
@@ -20,26 +20,10 @@ const name = (what: string) => idSchema(what, required(what, 'a non-empty string
 const positive = (what: string) =>
   z.int({ error: required(what, 'a safe integer >= 1') }).min(1, `${what} must be >= 1`);
 
-const key = z
-  .string({ error: 'key must be a string of 1 to 128 characters' })
-  .min(1, 'key must not be empty')
-  .max(MAX_KEY_LENGTH, `key must be at most ${MAX_KEY_LENGTH} characters`)
-  .check((ctx) => {
-    const problem = ctx.value.length === 0 ? undefined : idProblem(ctx.value, 'key');
-    if (problem !== undefined) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
-  });
-
-// Parsed from JSON, a body is JSON already; only its size is checked.
-const body = z.unknown().check((ctx) => {
-  const bytes = Buffer.byteLength(JSON.stringify(ctx.value) ?? '');
-  if (bytes > MAX_BODY_BYTES) {
-    ctx.issues.push({
-      code: 'custom',
-      message: `body must be at most ${MAX_BODY_BYTES} bytes serialized as JSON, not ${bytes}`,
-      input: ctx.value,
-    });
-  }
-});
+// An effect's key and body by the receiver's own rules, so what passes here is never refused
+// downstream for its shape. Parsed from JSON, a body is JSON already: typed as the wire's unknown.
+const key = effectKey;
+const body = effectBody as z.ZodType<unknown>;
 
 const FIELDS = 'jobId, owner, token, to, key, qty and body';
 

@@ -2,7 +2,13 @@
 // (middleware.ts) and the Fencing-Token header, the reads, and the test-mode admin routes when
 // the app has them. A route added to the app and not here fails test/receiver/app-openapi.test.ts.
 import { z } from 'zod';
-import { openApiDocument, serviceRoutes, type OpenApiDocument, type OperationDoc } from '../platform/openapi.js';
+import {
+  openApiDocument,
+  requiresOneOf,
+  serviceRoutes,
+  type OpenApiDocument,
+  type OperationDoc,
+} from '../platform/openapi.js';
 import { packageVersion } from '../platform/package-version.js';
 import { RECEIVER_ERROR_STATUS } from './errors.js';
 import { faultSchema } from './faults.js';
@@ -35,6 +41,10 @@ const faults = z.object({ faults: z.array(Fault) });
 /** The header as parseFencingToken reads it: digits, a safe integer >= 1, surrounding spaces allowed. */
 const fencingToken = z.string().regex(/^\s*0*[1-9][0-9]{0,15}\s*$/);
 
+/** Every answer of POST /effects carries it; the batch itself is docs/downstream-protocol.md's extension. */
+const BATCH_OFFER =
+  'the target batches of effects go to (`/effects?batch`): `{effects: [{jobId, key?, qty?, body?, token}, ...]}`, 1 to 100, answered `200 {results: [{status, body}, ...]}` (docs/downstream-protocol.md, batches)';
+
 export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'post',
@@ -54,17 +64,19 @@ export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
           '`t=<epoch ms>,v2=<hex HMAC-SHA256 of "<t>.<token>.<METHOD> <path>.<body>">`; required when the receiver has a secret (docs/receiver.md)',
       },
     },
-    body: effectBodySchema,
+    // The handler's refinement, stated in the document: a request without qty needs a body.
+    body: requiresOneOf(effectBodySchema, [['qty'], ['body']]),
     responses: {
       201: {
         description: 'applied: the first request for the (jobId, key)',
         schema: z.object({ outcome: z.literal('applied'), effect: Effect }),
+        headers: { 'Leasehold-Batch': BATCH_OFFER },
       },
       200: {
         description:
           "duplicate: the same (jobId, key), qty and body again with a token >= the job's highest; nothing added",
         schema: z.object({ outcome: z.literal('duplicate'), effect: Effect }),
-        headers: { 'Idempotent-Replayed': '`true`' },
+        headers: { 'Idempotent-Replayed': '`true`', 'Leasehold-Batch': BATCH_OFFER },
       },
     },
     errors: ['fenced', 'conflict', 'invalid_signature', 'apply_failed', 'busy'],

@@ -180,7 +180,7 @@ export function parseEffectBody(raw: Buffer | undefined): Omit<EffectRequest, 't
 export function parseBatchBody(raw: Buffer | undefined): Array<EffectRequest | ReceiverError> {
   const json = parseJson(raw, BATCH_SHAPE);
   const { effects } = parseWith(batchBodySchema, json, 'request body', ReceiverError.fromEdge);
-  return effects.map((item, i) => {
+  return effects.map((item) => {
     try {
       const parsed = parseWith(batchEffectSchema, item, 'request body', ReceiverError.fromEdge);
       return { ...fieldsOf(parsed), token: parsed.token };

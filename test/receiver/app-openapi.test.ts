@@ -42,6 +42,8 @@ test("POST /effects' documented body and header accept and refuse what the route
     { token: '7', body: { jobId: 'f', key: '', qty: 1 } },
     { token: '7', body: { jobId: 'f', key: 'k'.repeat(129), qty: 1 } },
     { token: '7', body: { jobId: 'f', key: 7, qty: 1 } },
+    { token: '7', body: { jobId: 'g' } },
+    { token: '7', body: { jobId: 'g', key: 'k' } },
   ];
   for (const sample of samples) {
     const res = await request(app)
