@@ -4,24 +4,14 @@
 // never used.
 import nock from 'nock';
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Lease } from '../../queue/types.js';
 import { expectError, setup, type Setup } from './setup.js';
+import { interceptDownstreams } from './nock.js';
 
 const ORIGIN = 'http://pay.test';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-});
-afterEach(() => {
-  nock.abortPendingRequests();
-  nock.cleanAll();
-});
-afterAll(() => {
-  nock.enableNetConnect();
-  nock.restore();
-});
+interceptDownstreams();
 
 const applied = (jobId: string, token: number) => ({
   outcome: 'applied',

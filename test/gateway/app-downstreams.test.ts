@@ -4,26 +4,16 @@
 // protocol is 502 bad_downstream naming the downstream.
 import nock from 'nock';
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { createGatewayApp } from '../../gateway/app.js';
 import { resolveGatewayOptions } from '../../gateway/options.js';
 import { verifySignature } from '../../receiver/signature.js';
 import { parseMetrics } from '../helpers/metrics.js';
 import { toyDownstream } from '../helpers/toy-downstream.js';
 import { closeAfterTest, expectError, setup } from './setup.js';
+import { interceptDownstreams } from './nock.js';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-});
-afterEach(() => {
-  nock.abortPendingRequests();
-  nock.cleanAll();
-});
-afterAll(() => {
-  nock.enableNetConnect();
-  nock.restore();
-});
+interceptDownstreams();
 
 async function twoDownstreams(secrets: { billing?: string; mail?: string; gateway?: string } = {}) {
   const billing = await toyDownstream({

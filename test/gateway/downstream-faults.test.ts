@@ -4,22 +4,12 @@
 import { createServer } from 'node:net';
 import nock from 'nock';
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { toyDownstream } from '../helpers/toy-downstream.js';
 import { expectError, setup } from './setup.js';
+import { interceptDownstreams } from './nock.js';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-});
-afterEach(() => {
-  nock.abortPendingRequests();
-  nock.cleanAll();
-});
-afterAll(() => {
-  nock.enableNetConnect();
-  nock.restore();
-});
+interceptDownstreams();
 
 /** A port nothing listens on: taken, then released. */
 async function closedPort(): Promise<number> {

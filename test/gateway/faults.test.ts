@@ -4,22 +4,11 @@
 import http from 'node:http';
 import nock from 'nock';
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { expectError, setup, type Setup, type SetupOptions } from './setup.js';
+import { interceptDownstreams } from './nock.js';
 
-beforeAll(() => {
-  nock.disableNetConnect();
-  // Loopback stays reachable: only a scope on the receiver's origin intercepts anything.
-  nock.enableNetConnect('127.0.0.1');
-});
-afterEach(() => {
-  nock.abortPendingRequests();
-  nock.cleanAll();
-});
-afterAll(() => {
-  nock.enableNetConnect();
-  nock.restore();
-});
+interceptDownstreams();
 
 /** Only this test's receiver is intercepted; unmatched requests to it reach the real receiver. */
 function intercept(receiverUrl: string) {
