@@ -6,6 +6,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GatewayError } from '../gateway/client.js';
 import type { WorkerEventBody } from './events.js';
+import type { FinishCoalescer } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
@@ -17,6 +18,8 @@ import type { ClaimedLease, EffectInput, EffectSender, Handler, JobContext, Queu
 export interface RunLeaseDeps {
   options: ResolvedWorkerOptions;
   queue: QueueApi;
+  /** The worker's finishes, coalesced across its slots. */
+  finishes: FinishCoalescer;
   renewals: Pick<QueueApi, 'heartbeat' | 'get'>;
   gateway: EffectSender;
   /** The worker's recent send times, shared by its leases. */

@@ -4,6 +4,7 @@
 // lease's keeper, which decides and reports a loss: a refusal, or no answer in time.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { WorkerEventBody } from './events.js';
+import type { FinishCoalescer } from './finish-batch.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import {
@@ -20,6 +21,8 @@ import type { ClaimedLease, JobOutcome, QueueApi } from './types.js';
 export interface SettleDeps {
   options: Pick<ResolvedWorkerOptions, 'leaseMs' | 'retryMs' | 'clock'>;
   queue: QueueApi;
+  /** Where finishes go: coalesced with the other slots' into one request while one is on its way. */
+  finishes: FinishCoalescer;
   emit(event: WorkerEventBody): void;
 }
 
@@ -36,7 +39,10 @@ export interface Finished {
   next: ClaimedLease | null;
 }
 
-/** Finishes with `result`; with `claimNext`, claims the next job for the same owner in the same request. */
+/**
+ * Finishes with `result`; with `claimNext`, claims the next job for the same owner in the same
+ * request — a request it may share with other slots' finishes (finish-batch.ts).
+ */
 export async function finishJob(
   keeper: LeaseKeeper,
   deps: SettleDeps,
@@ -51,10 +57,9 @@ export async function finishJob(
     deps,
     'finish',
     () => {
+      // Handed over now: the request that carries it may leave later, never earlier.
       sentAt = deps.options.clock.now();
-      return claimNext
-        ? deps.queue.finishAndClaim(id, body, { leaseMs: deps.options.leaseMs })
-        : deps.queue.finish(id, body).then((job) => ({ job, next: null }));
+      return deps.finishes.finish(id, body, claimNext);
     },
     // The earlier attempt landed and only its answer was lost. A next job it claimed is not
     // known to anyone: its lease runs out, and the job is claimable again then.

@@ -5,11 +5,15 @@ import type { QueueClient } from '../queue/client.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { LeaseLostError } from './errors.js';
 
-/** The queue calls a worker makes; QueueClient has them. */
+/**
+ * The queue calls a worker makes; QueueClient has them. `finishMany` may be left out of a
+ * replacement: the worker then sends each finish on its own.
+ */
 export type QueueApi = Pick<
   QueueClient,
   'claim' | 'claimMany' | 'heartbeat' | 'finish' | 'finishAndClaim' | 'fail' | 'release' | 'get'
->;
+> &
+  Partial<Pick<QueueClient, 'finishMany'>>;
 
 /** The gateway call a worker makes; GatewayClient has it. */
 export interface EffectSender {

@@ -5,6 +5,7 @@ import { GatewayClient } from '../gateway/client.js';
 import { QueueClient } from '../queue/client.js';
 import { FreshAgent } from './connections.js';
 import type { WorkerEventBody } from './events.js';
+import { FinishCoalescer } from './finish-batch.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { claimedEvent } from './rules.js';
 import { runLease } from './run-lease.js';
@@ -22,6 +23,8 @@ export class Worker {
   private readonly gateway: EffectSender;
   private readonly agent: FreshAgent;
   private readonly sendTimes = new SendTimes();
+  /** Every slot's finishes, in as few requests as the queue's answers allow (finish-batch.ts). */
+  private readonly finishes: FinishCoalescer;
 
   constructor(options: WorkerOptions) {
     this.options = resolveWorkerOptions(options);
@@ -38,6 +41,7 @@ export class Worker {
       new QueueClient(queueUrl, { agent: this.agent, timeoutMs: this.options.heartbeatMs, apiKey });
     this.gateway =
       this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent, apiKey });
+    this.finishes = new FinishCoalescer(this.queue, this.options.leaseMs);
   }
 
   /** Claims the next job, or returns null when nothing is claimable (no waiting). */
@@ -90,6 +94,7 @@ export class Worker {
     return {
       options: this.options,
       queue: this.queue,
+      finishes: this.finishes,
       renewals: this.renewals,
       gateway: this.gateway,
       sendTimes: this.sendTimes,

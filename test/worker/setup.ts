@@ -90,6 +90,7 @@ export async function setup(): Promise<Setup> {
         heartbeat: (id, input, options) => client.heartbeat(id, input, options),
         finish: (id, input, options) => client.finish(id, input, options),
         finishAndClaim: (id, input, next, options) => client.finishAndClaim(id, input, next, options),
+        finishMany: (owner, finishes, options) => client.finishMany(owner, finishes, options),
         fail: (id, input, options) => client.fail(id, input, options),
         release: (id, input, options) => client.release(id, input, options),
         get: (id, options) => client.get(id, options),

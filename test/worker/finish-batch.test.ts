@@ -1,0 +1,288 @@
+// Finishes coalesced across a worker's slots, against the real queue behind a proxy that counts,
+// holds and cuts requests: slots that finish together share one POST /finishes, each getting its
+// own job, its own next lease and its own refusal; a lone finish goes at once by the single
+// route; a batch refused whole is sent again one finish at a time; a cut answer is retried by
+// each finish on its own path, and recognised as landed.
+import { describe, expect, test } from 'vitest';
+import { ManualClock } from '../../testing/clock.js';
+import { runWorker, type Handler, type WorkerEvent, type WorkerSummary } from '../../worker/index.js';
+import { queueProxy, type QueueProxy } from './proxy.js';
+import { eventually, setup, timeline, type Setup } from './setup.js';
+
+/** A gate the handlers wait at: opened by the test, or by itself once `count` handlers wait. */
+function gate(count = Infinity): { wait(): Promise<void>; open(): void; waiting: number; full: Promise<void> } {
+  let open!: () => void;
+  let full!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const fullP = new Promise<void>((resolve) => (full = resolve));
+  const g = {
+    waiting: 0,
+    full: fullP,
+    open,
+    wait: () => {
+      g.waiting += 1;
+      if (g.waiting === count) full();
+      return opened;
+    },
+  };
+  return g;
+}
+
+interface Run {
+  events: WorkerEvent[];
+  stop: AbortController;
+  running: Promise<WorkerSummary>;
+}
+
+/** A worker through the proxy, on a clock that stands still: no renewal, and no estimate that gives a lease up. */
+function start(
+  s: Setup,
+  proxy: QueueProxy,
+  handler: Handler,
+  options: { concurrency: number; maxJobs?: number; leaseMs?: number },
+): Run {
+  const events: WorkerEvent[] = [];
+  const stop = new AbortController();
+  const running = runWorker({
+    queueUrl: proxy.url,
+    gatewayUrl: s.gateway.url,
+    name: 'w1',
+    leaseMs: options.leaseMs ?? 30_000,
+    concurrency: options.concurrency,
+    ...(options.maxJobs !== undefined ? { maxJobs: options.maxJobs } : {}),
+    waitMs: 0,
+    pollMs: 20,
+    clock: new ManualClock(),
+    signal: stop.signal,
+    onEvent: (e) => events.push(e),
+    handler,
+  });
+  return { events, stop, running };
+}
+
+const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+async function enqueue(s: Setup, jobs: string[]): Promise<void> {
+  for (const id of jobs) await s.client.enqueue({ id, qty: 1 });
+}
+
+const finishRequests = (proxy: QueueProxy) =>
+  proxy.requests.filter((r) => r === 'POST /finishes' || r === 'POST /jobs/:id/finish');
+
+describe('finishes coalesced across slots', () => {
+  test('eight slots that finish together share one request, and each gets its own job and its own next lease', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const jobs = ids('j', 16);
+    await enqueue(s, jobs);
+    const first = gate(8);
+    void first.full.then(first.open);
+
+    const run = start(
+      s,
+      proxy,
+      async (ctx) => {
+        await first.wait();
+        return { job: ctx.lease.id };
+      },
+      { concurrency: 8, maxJobs: 16 },
+    );
+
+    await expect(run.running).resolves.toEqual({ claimed: 16, finished: 16, failed: 0, lost: 0, released: 0 });
+    // Sixteen finishes in two requests: the first eight with their next jobs, then the last eight
+    // (maxJobs reached: no next asked).
+    expect(proxy.batches.map((b) => b.finishes.length)).toEqual([8, 8]);
+    expect(proxy.batches.map((b) => b.next !== undefined)).toEqual([true, false]);
+    expect(finishRequests(proxy)).toEqual(['POST /finishes', 'POST /finishes']);
+    expect(proxy.requests.length).toBeLessThan(jobs.length);
+    for (const id of jobs) {
+      // Each job finished once, under its own first token, with its own handler's result.
+      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: { job: id } });
+      expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
+    }
+    const byFinish = run.events.filter((e) => e.event === 'claimed' && e.via === 'finish');
+    expect(new Set(byFinish.map((e) => ('job' in e ? e.job : ''))).size).toBe(8);
+  });
+
+  test('a batch with a stale lease and a cancelled job: those two slots are refused and lose their leases, the others finish and get the next jobs', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const jobs = ids('j', 8);
+    await enqueue(s, jobs);
+    const handlers = gate(8);
+    const run = start(
+      s,
+      proxy,
+      async () => {
+        await handlers.wait();
+        return 'ok';
+      },
+      { concurrency: 8 },
+    );
+    await handlers.full;
+    // j1's lease ends on the queue's clock and another owner claims it; the others are first
+    // renewed for long enough to outlast the clock's jump. j2 is cancelled.
+    for (const id of jobs.slice(1)) await s.client.heartbeat(id, { owner: 'w1', token: 1, leaseMs: 600_000 });
+    await s.takeOver('j1');
+    await s.client.cancel('j2', { reason: 'not wanted' });
+    // Three jobs for the six finishes that are accepted to claim.
+    await enqueue(s, ids('x', 3));
+    handlers.open();
+
+    await eventually('nine jobs done', async () => ((await s.client.stats()).done === 9 ? true : undefined));
+    run.stop.abort();
+
+    await expect(run.running).resolves.toEqual({ claimed: 11, finished: 9, failed: 0, lost: 2, released: 0 });
+    expect(proxy.batches[0]!.finishes.map((f) => f.id).sort()).toEqual(jobs);
+    expect(timeline(run.events, 'j1')).toEqual(['claimed', 'refused:finish', 'lost']);
+    expect(run.events.find((e) => e.event === 'lost' && e.job === 'j1')).toMatchObject({
+      during: 'finish',
+      reason: 'token_mismatch',
+      current: { status: 'leased', owner: 'thief', token: 2 },
+    });
+    expect(timeline(run.events, 'j2')).toEqual(['claimed', 'refused:finish', 'lost']);
+    expect(run.events.find((e) => e.event === 'lost' && e.job === 'j2')).toMatchObject({
+      during: 'finish',
+      reason: 'cancelled',
+    });
+    for (const id of jobs.slice(2)) {
+      expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
+      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1 });
+    }
+    // The refused finishes claimed nothing: the three next jobs went to three accepted finishes.
+    for (const id of ids('x', 3)) {
+      expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
+      expect(run.events.find((e) => e.event === 'claimed' && e.job === id)).toMatchObject({ via: 'finish' });
+    }
+    expect(await s.client.get('j1')).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
+    expect(await s.client.get('j2')).toMatchObject({ status: 'dead', deadReason: 'cancelled' });
+  });
+
+  test('an answer cut after the queue committed the batch: each finish is sent again and taken as finished by this worker', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const jobs = ids('j', 8);
+    await enqueue(s, jobs);
+    const handlers = gate(8);
+    void handlers.full.then(handlers.open);
+    const cut = proxy.cutAnswer('POST /finishes');
+
+    // Retries every 500 ms (a quarter of the 2 s heartbeat interval).
+    const run = start(
+      s,
+      proxy,
+      async () => {
+        await handlers.wait();
+        return 'ok';
+      },
+      { concurrency: 8, maxJobs: 8, leaseMs: 6_000 },
+    );
+    await cut;
+
+    await expect(run.running).resolves.toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
+    expect(proxy.batches[0]!.finishes.length).toBe(8);
+    for (const id of jobs) {
+      expect(timeline(run.events, id)).toEqual(['claimed', 'call_failed', 'finished']);
+      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: 'ok' });
+    }
+    // Sent again, alone or together: never fewer finishes than jobs after the cut.
+    const again = proxy.batches.slice(1).reduce((n, b) => n + b.finishes.length, 0);
+    expect(again + proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length).toBe(8);
+  });
+
+  test('a batch the queue refuses whole (too large a body) is sent again one finish at a time', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const jobs = ids('j', 8);
+    await enqueue(s, jobs);
+    const handlers = gate(8);
+    void handlers.full.then(handlers.open);
+    // 200 KB each: one fits the queue's 1 MiB body limit, eight together do not.
+    const big = 'x'.repeat(200_000);
+
+    const run = start(
+      s,
+      proxy,
+      async () => {
+        await handlers.wait();
+        return big;
+      },
+      { concurrency: 8, maxJobs: 8 },
+    );
+
+    await expect(run.running).resolves.toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
+    expect(proxy.batches.map((b) => b.finishes.length)).toEqual([8]);
+    expect(proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length).toBe(8);
+    for (const id of jobs) {
+      expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
+      expect((await s.client.get(id)).result).toBe(big);
+    }
+  });
+});
+
+describe('a lone finish', () => {
+  test('goes at once by the single route, without waiting for the slots still working', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    await enqueue(s, ['quick', 'slow']);
+    const slow = gate();
+    let returnedAt = 0;
+    const run = start(
+      s,
+      proxy,
+      async (ctx) => {
+        if (ctx.lease.id === 'slow') await slow.wait();
+        returnedAt = Date.now();
+        return ctx.lease.id;
+      },
+      { concurrency: 2, maxJobs: 2 },
+    );
+
+    await eventually('the quick job finished', () => timeline(run.events, 'quick').includes('finished') || undefined);
+    // Generous for a loaded machine; a finish held for the other slot would wait for ever here.
+    expect(Date.now() - returnedAt).toBeLessThan(2_000);
+    expect(timeline(run.events, 'quick')).toEqual(['claimed', 'finished']);
+    expect(await s.client.get('quick')).toMatchObject({ status: 'done', result: 'quick' });
+    expect(slow.waiting).toBe(1);
+    expect(finishRequests(proxy)).toEqual(['POST /jobs/:id/finish']);
+    slow.open();
+
+    await expect(run.running).resolves.toMatchObject({ claimed: 2, finished: 2 });
+    expect(finishRequests(proxy)).toEqual(['POST /jobs/:id/finish', 'POST /jobs/:id/finish']);
+  });
+
+  test('finishes made while it is on its way wait for its answer, then go together in one request', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const jobs = ids('j', 4);
+    await enqueue(s, jobs);
+    const others = gate();
+    let firstId: string | undefined;
+    let returned = 0;
+    const held = proxy.hold('POST /jobs/:id/finish');
+    const run = start(
+      s,
+      proxy,
+      async (ctx) => {
+        firstId ??= ctx.lease.id;
+        if (ctx.lease.id !== firstId) await others.wait();
+        returned += 1;
+        return ctx.lease.id;
+      },
+      { concurrency: 4, maxJobs: 4 },
+    );
+    await held.reached;
+    await eventually('the other three handlers waiting', () => (others.waiting === 3 ? true : undefined));
+    others.open();
+    // The three finish meanwhile; none of them leaves while the first is on its way.
+    await eventually('the three handlers returned', () => (returned === 4 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(finishRequests(proxy)).toEqual(['POST /jobs/:id/finish']);
+    held.release();
+
+    await expect(run.running).resolves.toEqual({ claimed: 4, finished: 4, failed: 0, lost: 0, released: 0 });
+    expect(finishRequests(proxy)).toEqual(['POST /jobs/:id/finish', 'POST /finishes']);
+    expect(proxy.batches[0]!.finishes.map((f) => f.id).sort()).toEqual(jobs.filter((id) => id !== firstId).sort());
+    for (const id of jobs) expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
+  });
+});

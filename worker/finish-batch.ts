@@ -1,0 +1,171 @@
+// Finishes coalesced: while one finish is on its way to the queue, the finishes other slots make
+// wait for it, then go together in one `POST /finishes`, each claiming its slot's next job when
+// the slot wants one. A lone finish is never held back. Each slot still gets its own answer: its
+// job and next lease, or the very refusal the single route would have given it.
+import { QueueError } from '../queue/client.js';
+import type { Job, Lease } from '../queue/types.js';
+import type { QueueApi } from './types.js';
+
+/** The queue calls a coalescer makes; QueueClient has them (`finishMany` may be missing from a replacement). */
+export type FinishApi = Pick<QueueApi, 'finish' | 'finishAndClaim' | 'finishMany'>;
+
+export interface FinishInput {
+  owner: string;
+  token: number;
+  result?: unknown;
+}
+
+export interface FinishAnswer {
+  job: Job;
+  /** The next lease claimed in the same request; null when none was asked for or none was claimable. */
+  next: Lease | null;
+}
+
+interface Pending {
+  id: string;
+  input: FinishInput;
+  claimNext: boolean;
+  resolve(answer: FinishAnswer): void;
+  reject(err: unknown): void;
+}
+
+/** The most finishes one request carries: the queue's limit for POST /finishes. */
+export const MAX_FINISH_BATCH = 100;
+
+export class FinishCoalescer {
+  private waiting: Pending[] = [];
+  private inFlight = false;
+  /** False once the queue answered that it has no POST /finishes (a version before it). */
+  private batchRoute = true;
+
+  /** `leaseMs`: how long each next lease is asked for. */
+  constructor(
+    private readonly queue: FinishApi,
+    private readonly leaseMs: number,
+  ) {}
+
+  /**
+   * Finishes `id`; with `claimNext`, claims the next job for the same owner in the same request.
+   * Rejects as the single route would: a refusal with its QueueError, no answer with the error
+   * that says so — the caller's retries and its reading of a refusal stay its own.
+   */
+  finish(id: string, input: FinishInput, claimNext: boolean): Promise<FinishAnswer> {
+    // A queue API without the batched route (a test's replacement): every finish on its own.
+    if (this.queue.finishMany === undefined || !this.batchRoute) {
+      return this.single(id, input, claimNext);
+    }
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ id, input, claimNext, resolve, reject });
+      if (!this.inFlight) {
+        this.inFlight = true;
+        void this.drain();
+      }
+    });
+  }
+
+  /**
+   * Sends what waits, one request at a time. Each request leaves in the same turn of the event
+   * loop as the finish that started it, but only once the promise jobs already queued have
+   * run (`sameTurn`): the slots whose jobs one answer brought back finish in those jobs, and
+   * then go together instead of the first alone and the rest after it.
+   */
+  private async drain(): Promise<void> {
+    try {
+      for (;;) {
+        await sameTurn();
+        if (this.waiting.length === 0) break;
+        const batch = this.take();
+        if (batch.length === 1) await this.one(batch[0]!);
+        else await this.many(batch);
+      }
+    } finally {
+      this.inFlight = false;
+    }
+  }
+
+  /**
+   * The oldest waiting finish and, up to MAX_FINISH_BATCH, those waiting behind it that one
+   * request can carry with it: the same owner, and the same choice of claiming a next job (the
+   * route asks that of the whole request). The others keep their place for the next request.
+   */
+  private take(): Pending[] {
+    const first = this.waiting[0]!;
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    for (const pending of this.waiting) {
+      const fits =
+        batch.length < MAX_FINISH_BATCH &&
+        pending.input.owner === first.input.owner &&
+        pending.claimNext === first.claimNext;
+      (fits ? batch : rest).push(pending);
+    }
+    this.waiting = rest;
+    return batch;
+  }
+
+  /** A lone finish goes by the single route, as it did before there were batches. */
+  private async one(pending: Pending): Promise<void> {
+    try {
+      pending.resolve(await this.single(pending.id, pending.input, pending.claimNext));
+    } catch (err) {
+      pending.reject(err);
+    }
+  }
+
+  private single(id: string, input: FinishInput, claimNext: boolean): Promise<FinishAnswer> {
+    return claimNext
+      ? this.queue.finishAndClaim(id, input, { leaseMs: this.leaseMs })
+      : this.queue.finish(id, input).then((job) => ({ job, next: null }));
+  }
+
+  /**
+   * Several finishes in one request. Each gets its own result; a next lease goes to each
+   * accepted finish in turn (a refused one claims nothing). A request refused whole (4xx: its
+   * shape, its size) cannot be laid at any one finish's door and changed nothing, so each is
+   * sent again alone; a queue without the route at all (`not_found`) gets every finish alone from
+   * then on. No answer (unreachable, timed out, 5xx, an answer that is not one result
+   * per finish): the batch may or may not have landed, so each finish fails as its own request
+   * would have, and its caller retries it as it retries any finish without an answer.
+   */
+  private async many(batch: Pending[]): Promise<void> {
+    const { owner } = batch[0]!.input;
+    const finishes = batch.map(({ id, input }) =>
+      input.result === undefined ? { id, token: input.token } : { id, token: input.token, result: input.result },
+    );
+    const claimNext = batch[0]!.claimNext;
+    let answer: { results: Array<Job | QueueError>; next: Lease[] };
+    try {
+      answer = await this.queue.finishMany!(owner, finishes, claimNext ? { next: { leaseMs: this.leaseMs } } : {});
+    } catch (err) {
+      if (err instanceof QueueError && err.status < 500) {
+        if (err.code === 'not_found') this.batchRoute = false;
+        await Promise.all(batch.map((pending) => this.one(pending)));
+      } else {
+        for (const pending of batch) pending.reject(err);
+      }
+      return;
+    }
+    if (answer.results.length !== batch.length) {
+      const error = new QueueError(
+        'queue_unavailable',
+        `The queue answered ${answer.results.length} results to a batch of ${batch.length} finishes; each may or may not have been applied.`,
+      );
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    const leases = answer.next.values();
+    batch.forEach((pending, i) => {
+      const result = answer.results[i]!;
+      if (result instanceof QueueError) pending.reject(result);
+      else pending.resolve({ job: result, next: claimNext ? (leases.next().value ?? null) : null });
+    });
+  }
+}
+
+/**
+ * Resolves once the promise jobs queued now have run, within the same turn of the event loop: a
+ * tick callback queued from a promise job runs when the promise jobs are done. No I/O, no timer.
+ */
+function sameTurn(): Promise<void> {
+  return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
+}
