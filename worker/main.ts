@@ -15,7 +15,8 @@ import {
 } from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
 import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
-import type { ExitingEvent, StalledEvent, WorkerLine } from './events.js';
+import { eventLines } from './event-lines.js';
+import type { ExitingEvent, StalledEvent } from './events.js';
 import type { Handler, WorkerHooks } from './types.js';
 import { runWorker } from './worker.js';
 
@@ -168,15 +169,16 @@ export function workerCommand(): Command {
 
 async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   const logger = createLogger({ service: 'worker', level: flags.logLevel });
-  // Pipes and files take stdout synchronously, so a line is out before the next step begins.
-  const print = (line: WorkerLine) => process.stdout.write(`${JSON.stringify(line)}\n`);
+  // Pipes and files take stdout synchronously: a line is out before the process waits again,
+  // and a stall's line before the stall can be frozen.
+  const lines = eventLines((text) => process.stdout.write(text));
   const stop = new AbortController();
   let stopping = false;
   let running = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       const exiting: ExitingEvent = { t: Date.now(), worker: flags.name, event: 'exiting', signal, running };
-      print(exiting);
+      lines.printNow(exiting);
       process.exit(1);
     }
     stopping = true;
@@ -210,7 +212,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       before,
       ms: flags.stallMs,
     };
-    print(stalled);
+    lines.printNow(stalled);
     await pause;
   };
   const hooks: WorkerHooks = {
@@ -238,8 +240,17 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
           running += 1;
           ordinals.set(leaseKey({ id: event.job, token: event.token }), claims);
         }
-        if (['finished', 'failed', 'lost', 'released'].includes(event.event)) running -= 1;
-        print(event);
+        if (
+          event.event === 'finished' ||
+          event.event === 'failed' ||
+          event.event === 'lost' ||
+          event.event === 'released'
+        ) {
+          running -= 1;
+          // No stall is asked for after a job's end: its ordinal is not kept for ever.
+          ordinals.delete(leaseKey({ id: event.job, token: event.token }));
+        }
+        lines.print(event);
       },
       signal: stop.signal,
       ...(flags.maxJobs !== undefined ? { maxJobs: flags.maxJobs } : {}),

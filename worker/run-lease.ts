@@ -5,6 +5,8 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GatewayError } from '../gateway/client.js';
+import type { Lease } from '../queue/types.js';
+import type { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import type { FinishCoalescer } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -58,7 +60,7 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   const generation = new Generation(keeper, deps);
   const handled: Handled = keeper.lost
     ? { kind: 'threw', error: keeper.lost }
-    : await untilGraceOver(handler, contextFor(keeper, deps, generation), deps.graceSignal);
+    : await untilGraceOver(handler, new LeaseContext(keeper, deps, generation), deps.graceSignal);
   if (handled.kind === 'grace_over') {
     keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`));
     await keeper.stop();
@@ -101,22 +103,31 @@ function untilGraceOver(handler: Handler, ctx: JobContext, grace: AbortSignal | 
   });
 }
 
-function contextFor(keeper: LeaseKeeper, deps: RunLeaseDeps, generation: Generation): JobContext {
-  return {
-    get lease() {
-      return keeper.lease;
-    },
-    get signal() {
-      return keeper.signal;
-    },
-    get lost() {
-      return keeper.lost;
-    },
-    send: (effect) => sendEffect(keeper, deps, effect),
-    renew: () => keeper.renew(),
-    stage: (name) => keeper.renew(name),
-    outputDir: () => generation.dir(),
-  };
+/** What the handler gets: its getters on the prototype, so each job's context is one small object. */
+class LeaseContext implements JobContext {
+  constructor(
+    private readonly keeper: LeaseKeeper,
+    private readonly deps: RunLeaseDeps,
+    private readonly generation: Generation,
+  ) {}
+
+  get lease(): Lease {
+    return this.keeper.lease;
+  }
+
+  get signal(): AbortSignal {
+    return this.keeper.signal;
+  }
+
+  get lost(): LeaseLostError | undefined {
+    return this.keeper.lost;
+  }
+
+  // Arrow properties: a handler may pass `ctx.send` on without its `this`.
+  readonly send = (effect?: number | EffectInput): Promise<SendOutcome> => sendEffect(this.keeper, this.deps, effect);
+  readonly renew = (): Promise<Lease> => this.keeper.renew();
+  readonly stage = (name: string): Promise<Lease> => this.keeper.renew(name);
+  readonly outputDir = (): Promise<string> => this.generation.dir();
 }
 
 /** This lease's output folder, made on first use; the finish records it when it was used. */

@@ -111,19 +111,24 @@ export class WorkerRun {
   /** A slot runs its job, then each next job its finish brings back, until none comes. */
   private startSlot(first: ClaimedLease): void {
     const slot = (async () => {
+      /** The hold on the budget that this slot's current finish took for its next job. */
+      let received: ((count: number) => void) | undefined;
+      // One for the slot's whole life, not one per job.
+      const deps: RunLeaseDeps = {
+        ...this.parts.lease,
+        stopSignal: this.stop.signal,
+        graceSignal: this.graceOver.signal,
+        wantNext: () => {
+          if (this.stop.signal.aborted || this.budget() <= 0) return false;
+          received = this.reserve(1);
+          return true;
+        },
+      };
       let claimed: ClaimedLease | null = first;
       while (claimed) {
-        let received: ((count: number) => void) | undefined;
-        const { outcome, next } = await runLease(claimed, this.handler, {
-          ...this.parts.lease,
-          stopSignal: this.stop.signal,
-          graceSignal: this.graceOver.signal,
-          wantNext: () => {
-            if (this.stop.signal.aborted || this.budget() <= 0) return false;
-            received = this.reserve(1);
-            return true;
-          },
-        });
+        // Cast: the compiler cannot see that `wantNext` sets it during the await.
+        received = undefined as typeof received;
+        const { outcome, next } = await runLease(claimed, this.handler, deps);
         received?.(next ? 1 : 0);
         this.summary[outcome.status] += 1;
         claimed = next;
