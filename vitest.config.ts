@@ -25,6 +25,7 @@ const TEST_LAYERS = {
     'test/platform/sqlite-*.test.ts',
     'test/platform/group-commit.test.ts',
     'test/platform/database-conditions.test.ts',
+    'test/platform/postgres-writes.test.ts',
     'test/queue/sqlite-plan.test.ts',
     'test/queue/sql-entry.test.ts',
     'test/queue/sql-rules.test.ts',

@@ -80,7 +80,19 @@ export function openPostgres(options: OpenPostgresOptions): Knex {
     client: 'pg',
     connection: { connectionString: options.connectionString },
     ...(options.schema ? { searchPath: [options.schema] } : {}),
-    pool: { min: 0, max: Math.max(2, options.poolMax ?? 10) },
+    pool: {
+      min: 0,
+      max: Math.max(2, options.poolMax ?? 10),
+      // Prepared statements (postgres-writes.ts) keep one plan per connection instead of being
+      // planned again on each run; statements sent through knex are unnamed, planned per run
+      // with their values, and this setting does not touch them.
+      afterCreate: (connection: { query(sql: string): Promise<unknown> }, done: (err: unknown) => void) => {
+        connection.query('SET plan_cache_mode = force_generic_plan').then(
+          () => done(null),
+          (err: unknown) => done(err),
+        );
+      },
+    },
     // knex prints pool errors with console.log, i.e. on stdout, which carries the services' one
     // "listening on" line. Every such error also rejects the query that needed the connection,
     // and reaches the service's own logger from there.

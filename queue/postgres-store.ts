@@ -1,7 +1,8 @@
 // The queue on PostgreSQL: several queue processes, on several hosts, share one database.
-// The SQL is queue/sql/'s (with its PostgreSQL variants: the claim's pick with FOR UPDATE SKIP
-// LOCKED, the sweep skipping locked rows); this dialect adds the database server's clock read
-// inside each transaction, after the rows a fenced write changes are locked, and retries of
+// The SQL is queue/sql/'s (with its PostgreSQL variants: the claim taking its rows with FOR
+// UPDATE SKIP LOCKED and reading the server's clock itself); this dialect adds the server's
+// clock read inside each other write transaction, after the rows a fenced write changes are
+// locked, the write path on prepared statements (platform/postgres-writes.ts), and retries of
 // serialization failures and deadlocks.
 import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
@@ -20,6 +21,7 @@ import {
   parsePostgresUrl,
   retryPg,
 } from '../platform/postgres.js';
+import { postgresWrites, type PostgresWrites } from '../platform/postgres-writes.js';
 import type { Clock, LateFinishPolicy } from './types.js';
 
 export interface PostgresQueueOptions {
@@ -48,6 +50,13 @@ export function postgresDialect(options: {
   retryBudgetMs: number;
 }): Dialect {
   const { clock, schema, retryBudgetMs } = options;
+  // The write path of each knex handed in (one per store).
+  const writers = new WeakMap<Knex, PostgresWrites>();
+  const writesOn = (knex: Knex): PostgresWrites => {
+    let writes = writers.get(knex);
+    if (!writes) writers.set(knex, (writes = postgresWrites(knex)));
+    return writes;
+  };
   const now = async (executor: Executor): Promise<number> => {
     if (clock) return clock.now();
     const row = rowsOf(await executor.raw(SERVER_NOW, []))[0];
@@ -65,7 +74,7 @@ export function postgresDialect(options: {
     write: (knex, work, lock) =>
       retryPg(
         () =>
-          knex.transaction(async (trx) => {
+          writesOn(knex).transaction(async (trx) => {
             if (lock === undefined) return work(trx, await now(trx));
             if (typeof lock !== 'string') {
               await trx.raw(LOCK_ROWS.sql, LOCK_ROWS.bind({ ids: JSON.stringify(lock) }));
@@ -83,7 +92,8 @@ export function postgresDialect(options: {
     // One statement is its own transaction: a claim takes its rows SKIP LOCKED, never waiting,
     // and reads the server's clock itself (statement_timestamp()), so it needs neither a
     // transaction around it nor a clock read before it.
-    writeStatement: (knex, work) => retryPg(() => work(knex, clock ? clock.now() : null), retryBudgetMs),
+    writeStatement: (knex, work) =>
+      retryPg(() => writesOn(knex).statement((executor) => work(executor, clock ? clock.now() : null)), retryBudgetMs),
     notifyChannel: channelOf(schema),
     now,
     migrate: (knex: Knex) => migrateSerialised(knex, schema, () => knex.migrate.latest(queueMigrations)),

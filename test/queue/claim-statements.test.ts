@@ -2,7 +2,8 @@
 // server on PostgreSQL): pinned here, so a change that adds one is seen. SQLite: the claim is one
 // UPDATE in its BEGIN IMMEDIATE transaction, and a finish-and-claim two. PostgreSQL: the claim is
 // one statement, its own transaction, reading the server's clock itself; a finish-and-claim locks
-// the row and reads the clock in one statement; an enqueue NOTIFYs in its INSERT.
+// the row and reads the clock in one statement; an enqueue NOTIFYs in its INSERT; and each of
+// those statements is a prepared one, planned once per connection.
 import { afterEach, describe, expect, test } from 'vitest';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -17,14 +18,15 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
 });
 
-/** Every statement `pg` sends while `work` runs, by its first two words. */
+/** Every statement `pg` sends while `work` runs, by its first two words, `prepared` when named. */
 async function pgStatements(work: () => Promise<unknown>): Promise<string[]> {
   const pg = createRequire(import.meta.url)('pg') as { Client: { prototype: { query: (...a: unknown[]) => unknown } } };
   const original = pg.Client.prototype.query;
   const sent: string[] = [];
   pg.Client.prototype.query = function (this: unknown, ...args: unknown[]) {
-    const first = args[0] as string | { text?: string } | undefined;
-    sent.push(firstWords(typeof first === 'string' ? first : (first?.text ?? '')));
+    const first = args[0] as string | { text?: string; name?: string } | undefined;
+    const words = firstWords(typeof first === 'string' ? first : (first?.text ?? ''));
+    sent.push(typeof first === 'object' && first.name ? `prepared ${words}` : words);
     return original.apply(this, args);
   };
   try {
@@ -71,21 +73,21 @@ describe('statements per claim', () => {
     const store = await openPostgresQueueStore({ connectionString: testSchema('lh_cost').url });
     stores.push(store);
     const enqueue = await pgStatements(() => store.enqueue(newJobInput({ id: 'a' })));
-    expect(enqueue).toEqual(['BEGIN;', 'SELECT floor(extract(epoch', 'INSERT INTO', 'COMMIT;']);
+    expect(enqueue).toEqual(['BEGIN', 'prepared SELECT floor(extract(epoch', 'prepared INSERT INTO', 'COMMIT']);
     await store.enqueue(newJobInput({ id: 'b' }));
     let lease = null as Awaited<ReturnType<typeof store.claim>>;
     const claim = await pgStatements(async () => (lease = await store.claim('w1', 60_000)));
-    expect(claim).toEqual(['WITH spent']);
+    expect(claim).toEqual(['prepared WITH spent']);
     let next = null as Awaited<ReturnType<typeof store.claim>>;
     const finishAndClaim = await pgStatements(async () => {
       next = (await store.finishAndClaim(lease!.id, lease!, null, undefined)).next;
     });
     expect(finishAndClaim).toEqual([
-      'BEGIN;',
-      'SELECT floor(extract(epoch',
-      'UPDATE queue_jobs',
-      'WITH spent',
-      'COMMIT;',
+      'BEGIN',
+      'prepared SELECT floor(extract(epoch',
+      'prepared UPDATE queue_jobs',
+      'prepared WITH spent',
+      'COMMIT',
     ]);
     expect(next?.id).toBe('b');
   });
