@@ -7,7 +7,7 @@ import { queueCommand } from '../queue/main.js';
 import { gatewayCommand } from '../gateway/main.js';
 import { receiverCommand } from '../receiver/main.js';
 import { workerCommand } from '../worker/main.js';
-import { demoCommand, startCommand } from '../demo/main.js';
+import { demoCommand, demoWorkerCommand, mailerCommand, startCommand } from '../demo/main.js';
 import { auditCommand } from '../audit/main.js';
 import { conformCommand } from '../conform/main.js';
 
@@ -23,6 +23,9 @@ program.addCommand(receiverCommand());
 program.addCommand(workerCommand());
 program.addCommand(demoCommand());
 program.addCommand(startCommand());
+// The demo's own processes: its second downstream, and its worker (started by the demo only).
+program.addCommand(mailerCommand());
+program.addCommand(demoWorkerCommand(), { hidden: true });
 program.addCommand(auditCommand());
 program.addCommand(conformCommand());
 

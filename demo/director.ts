@@ -61,8 +61,10 @@ export class Director {
         e.worker !== freeze.worker
       )
         continue;
-      if (e.event === 'refused' && e.op === freeze.before && !freeze.refusal) {
-        freeze.refusal = { op: e.op, status: e.status, code: e.code, ...(e.reason ? { reason: e.reason } : {}) };
+      if (e.event === 'refused' && e.op === freeze.before) {
+        freeze.refusal ??= { op: e.op, status: e.status, code: e.code, ...(e.reason ? { reason: e.reason } : {}) };
+        // The worker sends each of its effects at once: every one of them must be refused.
+        if (e.op === 'send' && e.code === 'stale_lease') freeze.refusedSends = (freeze.refusedSends ?? 0) + 1;
       }
       if (e.event === 'lost') freeze.lostReported = true;
     }

@@ -12,6 +12,9 @@ import { renderTimelineHtml } from './timeline-html.js';
 import { startServices } from './start.js';
 import { formatChecks, formatEntry } from './timeline.js';
 
+export { mailerCommand } from './mailer-main.js';
+export { demoWorkerCommand } from './worker-main.js';
+
 /** The CLI this module was built next to: every process the demo starts is `node <it> <command>`. */
 const CLI_PATH = fileURLToPath(new URL('../cli/leasehold.js', import.meta.url));
 
@@ -28,7 +31,7 @@ interface DemoFlags {
 export function demoCommand(): Command {
   return leaseholdCommand('demo')
     .description(
-      'Run the whole system as separate processes — queue, gateway, receiver and workers — freeze one worker while it holds a lease and kill another mid-job, print the timeline, then check that every job took effect exactly once.',
+      'Run the whole system as separate processes — queue, gateway, receiver, a second downstream (a mailer) and workers — freeze one worker while it holds a lease and kill another mid-job, print the timeline, then check that every job took effect exactly once at each downstream.',
     )
     .addOption(
       new Option('--jobs <n>', 'how many jobs (at least 6)').argParser(parseWholeNumber).default(DEMO_DEFAULTS.jobs),
@@ -64,9 +67,11 @@ export function demoCommand(): Command {
       'after',
       [
         '',
-        "Exit code 0 only when every job is done, each exactly once in effect, the receiver's total equals the sum of",
-        "the jobs' quantities, the frozen worker's stale send and stale finish were refused (409 stale_lease) and the",
-        "killed worker's job was done by another worker. Otherwise 1, with the reasons; the temp dir is then kept.",
+        'Each job sends two effects under its lease: its qty to the receiver and an e-mail (key "email") to the mailer.',
+        "Exit code 0 only when every job is done, each effect exactly once per (downstream, job, key), the receiver's",
+        "total equals the sum of the jobs' quantities, the frozen worker's two stale sends and its stale finish were",
+        "refused (409 stale_lease) and the killed worker's job was done by another worker. Otherwise 1, with the",
+        'reasons; the temp dir is then kept.',
         'Ctrl-C stops every process it started.',
       ].join('\n'),
     )
@@ -82,8 +87,9 @@ export function demoCommand(): Command {
       process.on('SIGTERM', onSignal);
       process.stdout.write(
         [
-          `leasehold demo: the queue, the gateway, the receiver and ${options.workers} workers, each its own process.`,
-          'w1 is frozen (SIGSTOP) twice while it holds a lease — right before it sends, then right before it finishes —',
+          `leasehold demo: the queue, the gateway, the receiver, a mailer and ${options.workers} workers, each its own process.`,
+          'Each job sends two effects under its lease: its qty to the receiver and an e-mail to the mailer.',
+          'w1 is frozen (SIGSTOP) twice while it holds a lease — right before its sends, then right before it finishes —',
           'and resumed once another worker has taken its job over; another worker is killed (SIGKILL) mid-job.',
           'Whatever the stale worker does after waking must be refused, and every job must take effect exactly once.',
           '',
@@ -105,15 +111,15 @@ export function verdictText(result: DemoResult): string[] {
   const seconds = (result.durationMs / 1000).toFixed(1);
   const lines = [
     '',
-    "verdict (from the queue's /stats and /jobs, the receiver's /totals, /effects and /journal):",
+    "verdict (from the queue's /stats and /jobs, the receiver's /totals, /effects and /journal, the mailer's /effects, /journal and /outbox):",
     ...formatChecks(result.checks),
     '',
   ];
   if (result.ok) {
     const total = result.final!.totals.qty;
     lines.push(
-      `PASS in ${seconds} s: ${result.jobs.length} jobs done exactly once in effect; the receiver's total ${total} equals the jobs' ${total};`,
-      "the frozen worker's stale send and stale finish were refused, and the killed worker's job was done by another.",
+      `PASS in ${seconds} s: ${result.jobs.length} jobs done, each effect exactly once at the receiver and at the mailer; the receiver's total ${total} equals the jobs' ${total};`,
+      "the frozen worker's stale sends to both and its stale finish were refused, and the killed worker's job was done by another.",
     );
   } else {
     lines.push(`FAIL after ${seconds} s:`, ...result.reasons.map((r) => `  - ${r}`));

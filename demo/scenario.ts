@@ -94,7 +94,11 @@ class DemoRun {
         group: this.group,
         host: '127.0.0.1',
         ports: { queue: 0, gateway: 0, receiver: 0 },
-        db: { queue: join(this.dir, 'queue.sqlite'), receiver: join(this.dir, 'receiver.sqlite') },
+        db: {
+          queue: join(this.dir, 'queue.sqlite'),
+          receiver: join(this.dir, 'receiver.sqlite'),
+          mailer: join(this.dir, 'mailer.sqlite'),
+        },
         logLevel: 'info',
         stderr: (name) => ({ file: join(this.dir, `${name}.log`) }),
         secret: randomBytes(16).toString('hex'),
@@ -107,7 +111,11 @@ class DemoRun {
     this.queue = new QueueClient(started.urls.queue, { apiKey: this.apiKey });
     this.note(
       'demo',
-      'the gateway signs every effect it forwards and the receiver checks the signature (a fresh shared secret); ' +
+      'each job sends two effects under its lease, at once: its qty to the receiver, and an e-mail (key "email") to the mailer, a fencedEffects service',
+    );
+    this.note(
+      'demo',
+      'the gateway signs every effect it forwards and both downstreams check the signature (a fresh shared secret); ' +
         'the queue and the gateway take only calls that carry their API key (another fresh secret)',
     );
 
@@ -172,7 +180,7 @@ class DemoRun {
       this.note('demo', 'all jobs settled; stopping the workers (SIGTERM)');
     }
     await this.group.stop(5_000, workers);
-    if (this.urls && this.services?.queue.running && this.services.receiver.running) {
+    if (this.urls && this.services?.queue.running && this.services.receiver.running && this.services.mailer?.running) {
       try {
         this.final = await readFinalState(this.urls, this.apiKey);
       } catch (err) {
@@ -189,7 +197,8 @@ class DemoRun {
 
   private spawnWorker(name: string): void {
     const { options, urls } = this;
-    const args = ['worker', '--queue', urls!.queue, '--gateway', urls!.gateway, '--name', name];
+    // The demo's worker: each job's qty to the receiver and its e-mail to the mailer, at once.
+    const args = ['demo-worker', '--queue', urls!.queue, '--gateway', urls!.gateway, '--name', name];
     args.push(
       '--lease-ms',
       String(options.leaseMs),

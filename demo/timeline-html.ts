@@ -1,8 +1,15 @@
 // The demo's run as one self-contained HTML page: an inline SVG with a swimlane per worker (its
-// leases, renewals, sends, refusals, freezes and kill) and one for the receiver, the verdict
+// leases, renewals, sends, refusals, freezes and kill) and one per downstream, the verdict
 // beside it. Pure: the recorded run in, the page out; no network, no script needed to read it.
 import { formatEntry } from './timeline.js';
-import { timelineModel, type LeaseBar, type Mark, type TimelineInput, type WorkerLane } from './timeline-lanes.js';
+import {
+  timelineModel,
+  type DownstreamLane,
+  type LeaseBar,
+  type Mark,
+  type TimelineInput,
+  type WorkerLane,
+} from './timeline-lanes.js';
 import type { Check } from './verdict.js';
 
 export type { TimelineInput } from './timeline-lanes.js';
@@ -57,8 +64,10 @@ function renderSvg(input: TimelineInput): string {
     parts.push(renderWorkerLane(lane, y, height, x, x(to)));
     y += height;
   }
-  parts.push(renderReceiverLane(model.receiver, y, x));
-  y += RECEIVER_HEIGHT;
+  for (const downstream of model.downstreams) {
+    parts.push(renderDownstreamLane(downstream, y, x));
+    y += RECEIVER_HEIGHT;
+  }
   const grid: string[] = [];
   for (let t = from; t <= to; t += step) {
     grid.push(
@@ -190,19 +199,22 @@ function renderMark(mark: Mark, cx: number, cy: number): string {
   }
 }
 
-function renderReceiverLane(marks: ReturnType<typeof timelineModel>['receiver'], top: number, x: Scale): string {
+/** A downstream's lane: each request it judged, at its time, labelled with what it did. */
+function renderDownstreamLane({ name, marks }: DownstreamLane, top: number, x: Scale): string {
   const width = LABEL_WIDTH + CHART_WIDTH + RIGHT;
   const cy = top + 16;
   const out = [
-    `<g class="lane-receiver">`,
+    `<g class="lane-downstream lane-${esc(name)}" data-downstream="${esc(name)}">`,
     `<rect class="lane-bg receiver-bg" x="0" y="${top}" width="${width}" height="${RECEIVER_HEIGHT}"/>`,
-    `<text class="lane-label" x="10" y="${cy + 4}">receiver</text>`,
+    `<text class="lane-label" x="10" y="${cy + 4}">${esc(name)}</text>`,
   ];
   // Labels of effects close in time go to the first row where they do not overlap the last one.
   const rowEnds: number[] = [];
   for (const m of marks) {
     const cx = x(m.at);
-    const label = m.outcome === 'applied' ? `${m.job} +${m.qty}` : `${m.job} ${m.outcome}`;
+    // The receiver's effects add to its total; a keyed effect is named by its key.
+    const what = m.key === undefined ? `+${m.qty}` : m.key;
+    const label = m.outcome === 'applied' ? `${m.job} ${what}` : `${m.job} ${m.outcome}`;
     const half = (label.length * 5.6) / 2;
     let row = rowEnds.findIndex((end) => end < cx - half);
     if (row === -1) row = rowEnds.length < RECEIVER_ROWS ? rowEnds.push(0) - 1 : 0;
@@ -225,10 +237,10 @@ function renderVerdict(input: TimelineInput): string {
   };
   const seconds = (input.durationMs / 1000).toFixed(1);
   const summary = input.ok
-    ? `<p class="pass">PASS in ${seconds} s: every job done exactly once in effect; the stale calls were refused.</p>`
+    ? `<p class="pass">PASS in ${seconds} s: every effect exactly once per downstream, job and key; the stale calls were refused.</p>`
     : `<p class="fail">FAIL after ${seconds} s:</p><ul>${input.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>`;
   return `<h2>Verdict</h2>
-<p class="note">From the queue's /stats and /jobs and the receiver's /totals, /effects and /journal, read after the run.</p>
+<p class="note">From the queue's /stats and /jobs, the receiver's /totals, /effects and /journal and the mailer's /effects, /journal and /outbox, read after the run.</p>
 <table><thead><tr><th>check</th><th>expected</th><th>actual</th><th></th></tr></thead>
 <tbody>${input.checks.map(row).join('\n')}</tbody></table>
 ${summary}`;

@@ -1,5 +1,5 @@
 // The demo's run laid out for a picture: per worker, each lease from claim to its end with its
-// renewals, sends and refusals; the staged freezes and kills; the receiver's journal. Pure: the
+// renewals, sends and refusals; the staged freezes and kills; each downstream's journal. Pure: the
 // recorded run in, times in ms since the demo started out. timeline-html.ts draws it.
 import type { WorkerLine } from '../worker/index.js';
 import { describeEvent, type TimelineEntry } from './timeline.js';
@@ -69,20 +69,29 @@ export interface WorkerLane {
   kill?: { at: number; text: string };
 }
 
+/** One request a downstream judged, from its journal. */
 export interface ReceiverMark {
   at: number;
   job: string;
+  /** Absent for the job's default effect. */
+  key?: string;
   token: number;
   qty: number;
   outcome: string;
   text: string;
 }
 
+/** A downstream's lane: the receiver's, then the mailer's. */
+export interface DownstreamLane {
+  name: string;
+  marks: ReceiverMark[];
+}
+
 export interface TimelineModel {
   from: number;
   to: number;
   lanes: WorkerLane[];
-  receiver: ReceiverMark[];
+  downstreams: DownstreamLane[];
 }
 
 export function timelineModel(input: TimelineInput): TimelineModel {
@@ -104,22 +113,30 @@ export function timelineModel(input: TimelineInput): TimelineModel {
       staged.kills.find((k) => k.worker === worker),
     ),
   );
-  const receiver = (input.final?.journal ?? []).map((j) => ({
-    at: j.at - t0,
-    job: j.jobId,
-    token: j.token,
-    qty: j.qty ?? 0,
-    outcome: j.outcome,
-    text: `receiver: ${j.jobId} qty ${j.qty} with token ${j.token}: ${j.outcome}`,
+  const journals = [
+    { name: 'receiver', journal: input.final?.journal ?? [] },
+    ...(input.final?.mailer ? [{ name: 'mailer', journal: input.final.mailer.journal }] : []),
+  ];
+  const downstreams = journals.map(({ name, journal }) => ({
+    name,
+    marks: journal.map((j) => ({
+      at: j.at - t0,
+      job: j.jobId,
+      ...(j.key === undefined ? {} : { key: j.key }),
+      token: j.token,
+      qty: j.qty ?? 0,
+      outcome: j.outcome,
+      text: `${name}: ${j.jobId}${j.key === undefined ? '' : ` key ${j.key}`}${j.qty === undefined ? '' : ` qty ${j.qty}`} with token ${j.token}: ${j.outcome}`,
+    })),
   }));
   const times = [
     ...lanes.flatMap((l) => [...l.leases.flatMap((b) => [b.start, b.end]), ...l.marks.map((m) => m.at)]),
     ...lanes.flatMap((l) => l.freezes.flatMap((f) => [f.from, f.to])),
-    ...receiver.map((r) => r.at),
+    ...downstreams.flatMap((d) => d.marks.map((r) => r.at)),
   ];
   const from = times.length ? Math.min(...times) : 0;
   const to = times.length ? Math.max(...times) : input.durationMs;
-  return { from, to: Math.max(to, from + 1), lanes, receiver };
+  return { from, to: Math.max(to, from + 1), lanes, downstreams };
 }
 
 interface StagedFreeze extends Interval {

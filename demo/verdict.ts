@@ -7,6 +7,8 @@ import { generationPath, recordedOutput, type WorkerLine } from '../worker/index
 import type { DemoJob } from './jobs.js';
 import type { OutputGeneration } from './outputs.js';
 import type { Effect, JournalEntry } from '../receiver/index.js';
+import type { Mail } from './mailer.js';
+import { effectChecks, notSeenBy } from './verdict-effects.js';
 
 /** A freeze the demo staged: a worker stopped inside an injected stall, resumed after a takeover. */
 export interface Freeze {
@@ -17,8 +19,10 @@ export interface Freeze {
   frozenAt: number;
   takenOverBy?: { worker: string; token: number };
   resumedAt?: number;
-  /** The refusal the resumed worker reported for its stale call. */
+  /** The refusal the resumed worker reported for its stale call (the first, for sends). */
   refusal?: { op: string; status: number; code: string; reason?: string };
+  /** How many of its stale sends were refused `409 stale_lease`: one per effect it sends. */
+  refusedSends?: number;
   /** Set when the worker reported the lease lost for this job after it was resumed. */
   lostReported?: boolean;
   /** Set when nobody took the job over (the freeze missed its stall) and the demo resumed it anyway. */
@@ -43,14 +47,23 @@ export interface ScenarioRecord {
 export type ReceiverEffect = Effect;
 export type JournalRow = JournalEntry;
 
-/** What the queue and the receiver say over HTTP once the run is over. */
+/** What the demo's mailer says over HTTP: its effects and journal (as the receiver lists them) and its outbox. */
+export interface MailerState {
+  effects: ReceiverEffect[];
+  journal: JournalRow[];
+  mails: Mail[];
+}
+
+/** What the queue, the receiver and the mailer say over HTTP once the run is over. */
 export interface FinalState {
   stats: Stats;
   jobs: Job[];
   totals: { effects: number; qty: number };
   effects: ReceiverEffect[];
   journal: JournalRow[];
-  /** `leasehold audit`'s report on the same two services, when it was run. */
+  /** The demo's second downstream, when it ran. */
+  mailer?: MailerState;
+  /** `leasehold audit`'s report on the same services, when it was run. */
   audit?: AuditReport;
 }
 
@@ -93,8 +106,8 @@ export function judgeDemo({ jobs, final, scenario, events, outputs }: VerdictInp
       actual: String(totals.qty),
       ok: totals.qty === expectedQty,
     },
-    onceEach(jobs, final.effects),
-    ...(final.audit ? [auditCheck(final.audit)] : []),
+    ...effectChecks(jobs, final),
+    ...(final.audit ? auditChecks(final.audit) : []),
     ...staleSendChecks(scenario.staleSend, final),
     ...staleFinishChecks(scenario.staleFinish, final),
     killChecks(scenario.kill, final),
@@ -154,29 +167,39 @@ function outputChecks(
   return checks;
 }
 
-/** Each job has exactly one effect, with its own qty, and no effect belongs to an unknown job. */
-function onceEach(jobs: readonly DemoJob[], effects: readonly ReceiverEffect[]): Check {
-  const problems: string[] = [];
-  for (const job of jobs) {
-    const mine = effects.filter((e) => e.jobId === job.id);
-    if (mine.length !== 1) problems.push(`${job.id}: ${mine.length} effects`);
-    else if (mine[0]!.qty !== job.qty) problems.push(`${job.id}: qty ${mine[0]!.qty}, not ${job.qty}`);
+/**
+ * The end-to-end audit as one row, its rules run on what the services say; and, to inform, the
+ * effects it found applied under an earlier lease than the finishing one (the stale finish's).
+ */
+function auditChecks(report: AuditReport): Check[] {
+  // One phrase per job and pair of tokens: `job-03 at receiver, mailer (token 1, finished with 2)`.
+  const byJob = new Map<string, string[]>();
+  for (const e of report.earlierTokens) {
+    const id = JSON.stringify([e.jobId, e.token, e.finishedWith]);
+    byJob.set(id, [...(byJob.get(id) ?? []), e.downstream]);
   }
-  const known = new Set(jobs.map((j) => j.id));
-  for (const e of effects) if (!known.has(e.jobId)) problems.push(`unknown job ${e.jobId}`);
-  return {
-    label: "each job's effect once, with its qty",
-    expected: `${jobs.length} of ${jobs.length}`,
-    actual: problems.length === 0 ? `${jobs.length} of ${jobs.length}` : problems.join('; '),
-    ok: problems.length === 0,
-  };
+  const earlier = [...byJob].map(([id, at]) => {
+    const [jobId, token, finishedWith] = JSON.parse(id) as [string, number, number];
+    return `${jobId} at ${at.join(', ')} (token ${token}, finished with ${finishedWith})`;
+  });
+  return [
+    auditCheck(report),
+    {
+      label: 'effects sent under an earlier lease (audit notes)',
+      expected: '',
+      actual: earlier.length === 0 ? '0' : earlier.join('; '),
+    },
+  ];
 }
 
-/** The end-to-end audit as one row: its rules, run on what the two services say. */
 function auditCheck(report: AuditReport): Check {
-  const found = report.violations.map((v) => `${v.rule}${v.jobId === undefined ? '' : ` ${v.jobId}`}`);
+  const found = report.violations.map(
+    (v) =>
+      `${v.rule} at ${v.downstream}${v.jobId === undefined ? '' : ` ${v.jobId}`}${v.key === undefined ? '' : ` ${v.key}`}`,
+  );
+  const downstreams = report.counts.downstreams.map((d) => d.name).join(' and ');
   return {
-    label: 'end-to-end audit (leasehold audit)',
+    label: `end-to-end audit of ${downstreams} (leasehold audit)`,
     expected: '0 violations',
     actual: found.length === 0 ? '0 violations' : `${found.length}: ${found.join('; ')}`,
     ok: report.ok,
@@ -193,22 +216,21 @@ function staleSendChecks(freeze: Freeze | undefined, final: FinalState): Check[]
         ok: false,
       },
     ];
-  const forwarded = final.journal.filter((j) => j.jobId === freeze.job && j.token === freeze.token).length;
+  // One send per downstream, both on their way before the freeze: each must be refused.
+  const sends = final.mailer ? 2 : 1;
+  const refused = freeze.refusedSends ?? 0;
+  const as = freeze.refusal
+    ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}`
+    : 'no refusal reported';
   return [
     {
-      label: `stale send refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
-      expected: '409 stale_lease',
-      actual: freeze.refusal
-        ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}`
-        : 'no refusal reported',
-      ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease',
+      label: `stale sends refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
+      expected: sends === 1 ? '409 stale_lease' : `${sends} × 409 stale_lease`,
+      actual: sends === 1 || refused === 0 ? as : `${refused} × ${as}`,
+      ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease' && refused === sends,
     },
-    {
-      label: `receiver never saw token ${freeze.token} for ${freeze.job}`,
-      expected: '0 requests',
-      actual: `${forwarded} requests`,
-      ok: forwarded === 0,
-    },
+    notSeenBy('receiver', final.journal, freeze),
+    ...(final.mailer ? [notSeenBy('mailer', final.mailer.journal, freeze)] : []),
     doneByAnother(
       `${freeze.job} done by someone other than ${freeze.worker}`,
       freeze.job,
@@ -274,17 +296,18 @@ function doneByAnother(label: string, jobId: string, worker: string, token: numb
 function tallies(events: readonly WorkerLine[]): Check[] {
   const count = (test: (e: WorkerLine) => boolean) => String(events.filter(test).length);
   const refusedAs = (op: string) => (e: WorkerLine) => e.event === 'refused' && e.op === op && e.code === 'stale_lease';
+  const sentTo = (outcome: string) => {
+    const at = new Map<string, number>();
+    for (const e of events) {
+      if (e.event === 'sent' && e.outcome === outcome)
+        at.set(e.to ?? 'receiver', (at.get(e.to ?? 'receiver') ?? 0) + 1);
+    }
+    const total = [...at.values()].reduce((sum, n) => sum + n, 0);
+    return at.size > 1 ? `${total} (${[...at].map(([to, n]) => `${n} at ${to}`).join(', ')})` : String(total);
+  };
   return [
-    {
-      label: 'sends applied (worker reports)',
-      expected: '',
-      actual: count((e) => e.event === 'sent' && e.outcome === 'applied'),
-    },
-    {
-      label: 'duplicate sends absorbed by the receiver',
-      expected: '',
-      actual: count((e) => e.event === 'sent' && e.outcome === 'duplicate'),
-    },
+    { label: 'sends applied (worker reports)', expected: '', actual: sentTo('applied') },
+    { label: 'duplicate sends absorbed by the downstream', expected: '', actual: sentTo('duplicate') },
     { label: 'stale sends refused (409)', expected: '', actual: count(refusedAs('send')) },
     { label: 'stale finishes refused (409)', expected: '', actual: count(refusedAs('finish')) },
     { label: 'stale renewals refused (409)', expected: '', actual: count(refusedAs('renew')) },

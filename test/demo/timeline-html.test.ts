@@ -1,5 +1,5 @@
 // The demo's timeline picture from a hand-made run: leases per worker with their ends, the
-// refusals as red marks with their reasons, the staged freeze and kill, the receiver's lane, and
+// refusals as red marks with their reasons, the staged freeze and kill, a lane per downstream, and
 // a page that loads nothing from anywhere.
 import { describe, expect, test } from 'vitest';
 import { renderTimelineHtml } from '../../demo/timeline-html.js';
@@ -40,6 +40,15 @@ function setup(overrides: Partial<TimelineInput> = {}): TimelineInput {
     }),
     at(3105, 'w1', { event: 'refused', op: 'send', job: 'job-01', token: 1, current, ...stale }),
     at(3300, 'w2', { event: 'sent', job: 'job-01', token: 2, qty: 6, outcome: 'applied', effectToken: 2 }),
+    at(3305, 'w2', {
+      event: 'sent',
+      job: 'job-01',
+      token: 2,
+      to: 'mailer',
+      key: 'email',
+      outcome: 'applied',
+      effectToken: 2,
+    }),
     at(3310, 'w2', { event: 'finished', job: 'job-01', token: 2 }),
     at(3400, 'w2', { event: 'finished', job: 'job-03', token: 1 }),
   ];
@@ -69,6 +78,11 @@ function setup(overrides: Partial<TimelineInput> = {}): TimelineInput {
       totals: { effects: 1, qty: 6 },
       effects: [{ jobId: 'job-01', qty: 6, token: 2, appliedAt: T0 + 3290 }],
       journal: [{ seq: 1, jobId: 'job-01', qty: 6, token: 2, outcome: 'applied', at: T0 + 3290 }],
+      mailer: {
+        effects: [{ jobId: 'job-01', key: 'email', body: { subject: 's' }, token: 2, appliedAt: T0 + 3295 }],
+        journal: [{ seq: 1, jobId: 'job-01', key: 'email', token: 2, outcome: 'applied', at: T0 + 3295 }],
+        mails: [{ jobId: 'job-01', key: 'email', to: 'a@example.com', subject: 's', token: 2, sentAt: T0 + 3295 }],
+      },
     },
     checks: [
       { label: 'stale send refused (w1, job-01, token 1)', expected: '409 stale_lease', actual: '409', ok: true },
@@ -113,10 +127,20 @@ describe('the timeline model', () => {
     expect(refusals[1]!.text).toContain('send of job-01 with token 1 REFUSED: 409 stale_lease (token_mismatch)');
   });
 
-  test("the receiver's journal, relative to the demo's start", () => {
-    expect(timelineModel(setup()).receiver).toEqual([
+  test("each downstream's journal, relative to the demo's start: the receiver's, then the mailer's with its keys", () => {
+    const { downstreams } = timelineModel(setup());
+    expect(downstreams.map((d) => d.name)).toEqual(['receiver', 'mailer']);
+    expect(downstreams[0]!.marks).toEqual([
       expect.objectContaining({ at: 3290, job: 'job-01', token: 2, qty: 6, outcome: 'applied' }),
     ]);
+    expect(downstreams[1]!.marks).toEqual([
+      expect.objectContaining({ at: 3295, job: 'job-01', key: 'email', token: 2, outcome: 'applied' }),
+    ]);
+    expect(downstreams[1]!.marks[0]!.text).toBe('mailer: job-01 key email with token 2: applied');
+    // A run without the mailer has the receiver's lane alone.
+    const { final } = setup();
+    const { mailer: _mailer, ...receiverOnly } = final!;
+    expect(timelineModel(setup({ final: receiverOnly })).downstreams.map((d) => d.name)).toEqual(['receiver']);
   });
 
   test('a lease still open at the end stops at its lease end', () => {
@@ -132,10 +156,14 @@ describe('the timeline model', () => {
 });
 
 describe('the timeline page', () => {
-  test('a lane per worker and the receiver, one red mark per refused call with its reason as a title', () => {
+  test('a lane per worker and per downstream, one red mark per refused call with its reason as a title', () => {
     const html = renderTimelineHtml(setup());
     expect(count(html, '<g class="lane" data-worker=')).toBe(3);
-    expect(count(html, '<g class="lane-receiver"')).toBe(1);
+    expect(count(html, '<g class="lane-downstream lane-receiver" data-downstream="receiver"')).toBe(1);
+    expect(count(html, '<g class="lane-downstream lane-mailer" data-downstream="mailer"')).toBe(1);
+    expect(html).toContain('>job-01 +6<');
+    expect(html).toContain('>job-01 email<');
+    expect(html).toContain('<title>3305 ms: sent job-01 to mailer key email with token 2: applied</title>');
     expect(count(html, '<g class="refusal"')).toBe(2);
     expect(html).toContain(
       'data-op="send" data-code="stale_lease"><title>3105 ms: send of job-01 with token 1 REFUSED',
