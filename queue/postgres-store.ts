@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { QueueError } from './errors.js';
 import type { Dialect } from './dialect.js';
 import { KnexQueueStore } from './knex-store.js';
-import { LOCK_ROW, LOCK_ROW_NOW, LOCK_ROWS } from './sql/lock-row.js';
+import { LOCK_ROW, LOCK_ROW_NOW, LOCK_ROWS, LOCK_ROWS_NOW } from './sql/lock-row.js';
 import { rowsOf, type Executor } from '../platform/sql.js';
 import { channelOf, PostgresClaimableSignal } from './claimable.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
@@ -69,16 +69,21 @@ export function postgresDialect(options: {
     // re-evaluates on the newest row version after waiting for a concurrent writer, and a claim
     // locks its rows before writing them. A holder's fenced write locks its row first, reading
     // the server's clock in the same statement once the lock is held (LOCK_ROW_NOW), so `now` is
-    // read after any wait for that lock; a batch locks its rows (LOCK_ROWS) before the clock is
-    // read. Every decision in the transaction then uses that one reading of the one clock.
+    // read after any wait for that lock; a batch locks its rows the same way, in order of id
+    // (LOCK_ROWS_NOW). Every decision in the transaction then uses that one reading of the one clock.
     write: (knex, work, lock) =>
       retryPg(
         () =>
           writesOn(knex).transaction(async (trx) => {
             if (lock === undefined) return work(trx, await now(trx));
             if (typeof lock !== 'string') {
-              await trx.raw(LOCK_ROWS.sql, LOCK_ROWS.bind({ ids: JSON.stringify(lock) }));
-              return work(trx, await now(trx));
+              const ids = JSON.stringify(lock);
+              if (clock) {
+                await trx.raw(LOCK_ROWS.sql, LOCK_ROWS.bind({ ids }));
+                return work(trx, clock.now());
+              }
+              const locked = rowsOf(await trx.raw(LOCK_ROWS_NOW.sql, LOCK_ROWS_NOW.bind({ ids })))[0];
+              return work(trx, locked?.now != null ? Number(locked.now) : await now(trx));
             }
             if (clock) {
               await trx.raw(LOCK_ROW.sql, LOCK_ROW.bind({ id: lock }));

@@ -30,3 +30,15 @@ export const LOCK_ROW_NOW = named<{ id: string }>(
   `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
      FROM (SELECT 1 FROM queue_jobs WHERE id = @id FOR UPDATE) AS locked`,
 );
+
+/**
+ * LOCK_ROWS and the server's clock in one statement: the rows come out of the locking subquery
+ * one at a time, each once it is locked, in order of id, and the clock is read for each as it
+ * comes; the latest reading, the last row's, is therefore after every wait. No row, no reading:
+ * every job is unknown, and the caller reads the clock on its own.
+ */
+export const LOCK_ROWS_NOW = named<{ ids: string }>(
+  `SELECT max(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint AS now
+     FROM (SELECT 1 FROM queue_jobs WHERE id IN (SELECT jsonb_array_elements_text(@ids::jsonb))
+           ORDER BY id FOR UPDATE) AS locked`,
+);

@@ -51,6 +51,20 @@ test("the document's request schemas accept and refuse what the routes do", asyn
     },
     { method: 'post', path: '/jobs/{id}/finish', url: '/jobs/a/finish', body: { owner: 'w1', token: 0 } },
     { method: 'post', path: '/jobs/{id}/finish', url: '/jobs/a/finish', body: { owner: 'w1', token: 1, next: 'yes' } },
+    { method: 'post', path: '/finishes', url: '/finishes', body: { owner: 'w1', finishes: [] } },
+    {
+      method: 'post',
+      path: '/finishes',
+      url: '/finishes',
+      body: { owner: 'w1', finishes: [{ id: 'a', token: 1, result: { ok: true } }], next: { leaseMs: 10 } },
+    },
+    { method: 'post', path: '/finishes', url: '/finishes', body: { owner: 'w1', finishes: [{ id: 'a', token: 0 }] } },
+    {
+      method: 'post',
+      path: '/finishes',
+      url: '/finishes',
+      body: { owner: 'w1', finishes: Array.from({ length: 101 }, (_, i) => ({ id: `j${i}`, token: 1 })) },
+    },
     { method: 'post', path: '/verifications', url: '/verifications', body: { leases: [] } },
     {
       method: 'post',

@@ -120,6 +120,25 @@ describe('GET /ui/state', () => {
     ]);
   });
 
+  test('a batch of finishes: each finished job shown done, each stale one a refusal of `finish`', async () => {
+    const { post, claim, state } = await setup();
+    await post('/jobs', { id: 'f1', qty: 1 });
+    await post('/jobs', { id: 'f2', qty: 1 });
+    const one = await claim('w1');
+    const two = await claim('w1');
+    const res = await post('/finishes', {
+      owner: 'w1',
+      finishes: [
+        { id: one.id, token: one.token },
+        { id: two.id, token: two.token + 1 },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const s = await state();
+    expect(s.jobs.done).toEqual([expect.objectContaining({ id: one.id, status: 'done', owner: 'w1' })]);
+    expect(s.refusals).toEqual([expect.objectContaining({ op: 'finish', job: two.id, reason: 'token_mismatch' })]);
+  });
+
   test('a refused heartbeat of an encoded id is recorded under the id; other errors are not refusals', async () => {
     const { post, claim, state } = await setup();
     await post('/jobs', { id: 'a/b c', qty: 1 });
