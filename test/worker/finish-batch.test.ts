@@ -4,10 +4,11 @@
 // route; a batch refused whole is sent again one finish at a time; a cut answer is retried by
 // each finish on its own path, and recognised as landed.
 import { describe, expect, test } from 'vitest';
+import { QueueClient } from '../../queue/client.js';
 import { ManualClock } from '../../testing/clock.js';
 import { runWorker, type Handler, type WorkerEvent, type WorkerSummary } from '../../worker/index.js';
 import { queueProxy, type QueueProxy } from './proxy.js';
-import { eventually, setup, timeline, type Setup } from './setup.js';
+import { closeAfterTest, eventually, setup, timeline, type Setup } from './setup.js';
 
 /** A gate the handlers wait at: opened by the test, or by itself once `count` handlers wait. */
 function gate(count = Infinity): { wait(): Promise<void>; open(): void; waiting: number; full: Promise<void> } {
@@ -217,6 +218,59 @@ describe('finishes coalesced across slots', () => {
       expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
       expect((await s.client.get(id)).result).toBe(big);
     }
+  });
+});
+
+describe('a queue without POST /finishes', () => {
+  test('answers the first batch 404 not_found: those finishes go alone, and every finish after them too', async () => {
+    const s = await setup();
+    const jobs = ids('j', 8);
+    await enqueue(s, jobs);
+    // The real queue under a prefix it does not serve: every batch is 404 not_found.
+    const older = new QueueClient(`${s.queue.url}/older`);
+    closeAfterTest(() => older.close());
+    const batches: number[] = [];
+    let singles = 0;
+    const queue = s.queueApi({
+      finishMany: (owner, finishes, options) => {
+        batches.push(finishes.length);
+        return older.finishMany(owner, finishes, options);
+      },
+      finish: (id, input, options) => {
+        singles += 1;
+        return s.client.finish(id, input, options);
+      },
+      finishAndClaim: (id, input, next, options) => {
+        singles += 1;
+        return s.client.finishAndClaim(id, input, next, options);
+      },
+    });
+    const handlers = gate(4);
+    void handlers.full.then(handlers.open);
+    const events: WorkerEvent[] = [];
+
+    const summary = await runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 30_000,
+      concurrency: 4,
+      maxJobs: 8,
+      waitMs: 0,
+      clock: new ManualClock(),
+      queue,
+      onEvent: (e) => events.push(e),
+      handler: async () => {
+        await handlers.wait();
+        return 'ok';
+      },
+    });
+
+    expect(summary).toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
+    // One batch tried; the four next jobs then finish together again, each alone.
+    expect(batches).toEqual([4]);
+    expect(singles).toBe(8);
+    for (const id of jobs) expect(timeline(events, id)).toEqual(['claimed', 'finished']);
   });
 });
 
