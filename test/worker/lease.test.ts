@@ -191,7 +191,9 @@ describe('a lease the worker cannot keep', () => {
         current: { owner: 'thief', token: 2 },
       },
     });
-    expect(timeline(events, 'late')).toEqual(['claimed', 'renewed:sending', 'sent', 'refused:finish', 'lost']);
+    // A periodic renewal may fall between the send and the finish on a slow machine; it is not what this is about.
+    const steps = timeline(events, 'late').filter((step) => step !== 'renewed');
+    expect(steps).toEqual(['claimed', 'renewed:sending', 'sent', 'refused:finish', 'lost']);
     expect(events.find((e) => e.event === 'refused')).toMatchObject({ status: 409, code: 'stale_lease' });
     // Not done: the new owner holds it. Its send is a duplicate of w1's effect, not a second one.
     expect(await s.client.get('late')).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
