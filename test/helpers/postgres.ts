@@ -55,3 +55,34 @@ export async function dropSchema(schema: string): Promise<void> {
     await knex.destroy();
   }
 }
+
+/**
+ * Holds the lock of job `id`'s row in `schema` from a connection of its own, in a transaction,
+ * until `release()`: a write of the queue's that needs the row waits behind it. Resolves once the
+ * lock is held; `release()` resolves once that transaction has ended and its connection is closed.
+ */
+export async function holdJobRow(schema: string, id: string): Promise<{ release(): Promise<void> }> {
+  const other = openPostgres({ ...parsePostgresUrl(TEST_DATABASE_URL), schema, poolMax: 1 });
+  let locked!: () => void;
+  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const holder = other.transaction(async (trx) => {
+    await trx.raw(`SELECT 1 FROM queue_jobs WHERE id = ? FOR UPDATE`, [id]);
+    locked();
+    await released;
+  });
+  await Promise.race([isLocked, holder]);
+  let ended: Promise<void> | undefined;
+  return {
+    release: () =>
+      (ended ??= (async () => {
+        release();
+        try {
+          await holder;
+        } finally {
+          await other.destroy();
+        }
+      })()),
+  };
+}

@@ -14,7 +14,7 @@ import { KnexQueueStore } from '../../queue/knex-store.js';
 import { postgresDialect } from '../../queue/postgres-store.js';
 import { isPostgresUrl, openPostgres, parsePostgresUrl, redactDb } from '../../platform/postgres.js';
 import { createReceiverApp, createKnexEffectStore, postgresEffectDialect } from '../../receiver/index.js';
-import { TEST_DATABASE_URL, testSchema } from '../helpers/postgres.js';
+import { holdJobRow, testSchema } from '../helpers/postgres.js';
 import { newJobInput } from './store.suite.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -122,25 +122,14 @@ describe('postgres: a fenced write judges the clock after its row lock', () => {
     const lease = await store.claim('w1', 400);
     expect(lease?.id).toBe('held');
     // A second connection holds the row, in a transaction, past the lease's end.
-    const other = openPostgres({ ...parsePostgresUrl(TEST_DATABASE_URL), schema });
-    closers.push(() => other.destroy());
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const holder = other.transaction(async (trx) => {
-      await trx.raw(`SELECT 1 FROM queue_jobs WHERE id = 'held' FOR UPDATE`);
-      locked();
-      await released;
-    });
-    await isLocked;
+    const holder = await holdJobRow(schema, 'held');
+    closers.push(() => holder.release());
     const finish = store.finish('held', lease!, 'late').catch((err: unknown) => err);
     // The finish is sent while its lease is still valid, and waits for the row.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(Date.now(), 'the finish was sent before leaseUntil').toBeLessThan(lease!.leaseUntil);
     while (Date.now() <= lease!.leaseUntil + 200) await new Promise((resolve) => setTimeout(resolve, 50));
-    release();
-    await holder;
+    await holder.release();
     const refused = await finish;
     expect(refused).toBeInstanceOf(QueueError);
     expect(refused).toMatchObject({ code: 'stale_lease', details: { reason: 'lease_expired' } });

@@ -1,9 +1,8 @@
 // PostgreSQL, the server's clock: a batched finish judges every finish at a `now` read after it
 // holds all its rows, so a batch that waited for a row past the leases' end is refused.
 import { afterEach, expect, test } from 'vitest';
-import { openPostgres, parsePostgresUrl } from '../../platform/postgres.js';
 import { openPostgresQueueStore, QueueError } from '../../queue/index.js';
-import { TEST_DATABASE_URL, testSchema } from '../helpers/postgres.js';
+import { holdJobRow, testSchema } from '../helpers/postgres.js';
 import { newJobInput } from './store.suite.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -22,18 +21,8 @@ test('a batch that waits for one of its rows past leaseUntil is refused whole, l
   expect(leases.map((l) => l.id).sort()).toEqual(['first', 'held']);
   const until = Math.max(...leases.map((l) => l.leaseUntil));
   // A second connection holds one of the rows, in a transaction, past the leases' end.
-  const other = openPostgres({ ...parsePostgresUrl(TEST_DATABASE_URL), schema });
-  closers.push(() => other.destroy());
-  let locked!: () => void;
-  const isLocked = new Promise<void>((resolve) => (locked = resolve));
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const holder = other.transaction(async (trx) => {
-    await trx.raw(`SELECT 1 FROM queue_jobs WHERE id = 'held' FOR UPDATE`);
-    locked();
-    await released;
-  });
-  await isLocked;
+  const holder = await holdJobRow(schema, 'held');
+  closers.push(() => holder.release());
   const batch = store.finishMany(
     'w1',
     leases.map((l) => ({ id: l.id, token: l.token, result: 'late' })),
@@ -42,8 +31,7 @@ test('a batch that waits for one of its rows past leaseUntil is refused whole, l
   await sleep(100);
   expect(Date.now(), 'the batch was sent before leaseUntil').toBeLessThan(Math.min(...leases.map((l) => l.leaseUntil)));
   while (Date.now() <= until + 200) await sleep(50);
-  release();
-  await holder;
+  await holder.release();
   const { results, next } = await batch;
   expect(
     results.map((r) => (r instanceof QueueError ? [r.code, r.details.reason] : ['accepted', (r as { id: string }).id])),
