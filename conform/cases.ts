@@ -10,6 +10,8 @@ export interface CaseContext {
   job(name: string): string;
   /** How many identical requests race in the race case. */
   races: number;
+  /** Whether requests are signed (a secret was given). */
+  signed: boolean;
 }
 
 export interface Case {
@@ -22,6 +24,11 @@ export interface Case {
 /** A case's failure: what the protocol asks beside what the downstream did. */
 export class CaseFailure extends Error {
   override readonly name = 'CaseFailure';
+}
+
+/** Thrown by a case of an optional extension the downstream does not offer: skipped, saying why. */
+export class CaseSkipped extends Error {
+  override readonly name = 'CaseSkipped';
 }
 
 type Expected =

@@ -3,7 +3,8 @@
 // case is reported as it ends; the report says which passed and why the others failed.
 import { randomBytes } from 'node:crypto';
 import { httpUrl } from '../platform/url.js';
-import { CASES, CaseFailure } from './cases.js';
+import { BATCH_CASE } from './batch-case.js';
+import { CASES, CaseFailure, CaseSkipped } from './cases.js';
 import { createPeer } from './peer.js';
 
 export interface ConformOptions {
@@ -47,10 +48,10 @@ export async function conform(options: ConformOptions): Promise<ConformReport> {
   const timeoutMs = options.timeoutMs ?? CONFORM_DEFAULTS.timeoutMs;
   const peer = createPeer(url, options.secret, timeoutMs);
   const run = `conform-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
-  const ctx = { peer, job: (name: string) => `${run}-${name}`, races };
+  const ctx = { peer, job: (name: string) => `${run}-${name}`, races, signed: options.secret !== undefined };
   const cases: CaseResult[] = [];
   try {
-    for (const c of CASES) {
+    for (const c of [...CASES, BATCH_CASE]) {
       let result: CaseResult;
       if (c.signed && options.secret === undefined) {
         result = { name: c.name, status: 'skipped', detail: 'no secret given' };
@@ -59,11 +60,14 @@ export async function conform(options: ConformOptions): Promise<ConformReport> {
           await c.run(ctx);
           result = { name: c.name, status: 'passed' };
         } catch (err) {
-          result = {
-            name: c.name,
-            status: 'failed',
-            detail: err instanceof CaseFailure ? err.message : `the request failed: ${(err as Error).message}`,
-          };
+          result =
+            err instanceof CaseSkipped
+              ? { name: c.name, status: 'skipped', detail: err.message }
+              : {
+                  name: c.name,
+                  status: 'failed',
+                  detail: err instanceof CaseFailure ? err.message : `the request failed: ${(err as Error).message}`,
+                };
         }
       }
       cases.push(result);

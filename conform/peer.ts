@@ -23,8 +23,15 @@ export interface Answer {
   body: unknown;
 }
 
+/** How a batch is signed: over `batch` in the token's place, not at all, or as a single effect is (token 1). */
+export type BatchSigning = 'signed' | 'unsigned' | 'as-single';
+
 export interface Peer {
+  /** The effect endpoint. */
+  readonly url: URL;
   post(attempt: Attempt): Promise<Answer>;
+  /** `POST` a batch `{effects: [...]}` to `target`, the downstream's offered batch target. */
+  postBatch(target: URL, effects: readonly unknown[], signing?: BatchSigning): Promise<Answer>;
   close(): void;
 }
 
@@ -32,6 +39,7 @@ export function createPeer(url: URL, secret: string | undefined, timeoutMs: numb
   const agent = keepAliveAgent();
   const path = `${url.pathname}${url.search}`;
   return {
+    url,
     async post(attempt) {
       const body = Buffer.from(attempt.raw ? String(attempt.body) : JSON.stringify(attempt.body));
       const headers: Record<string, string> = {};
@@ -40,6 +48,22 @@ export function createPeer(url: URL, secret: string | undefined, timeoutMs: numb
       if (signature !== undefined) headers[SIGNATURE_HEADER] = signature;
       const result = await exchange({ method: 'POST', url, body, headers, timeoutMs, agent });
       if (result.kind !== 'response') throw new Error(unreachable(result, url, timeoutMs));
+      return { status: result.status, headers: result.headers, body: result.body };
+    },
+    async postBatch(target, effects, signing = 'signed') {
+      const body = Buffer.from(JSON.stringify({ effects }));
+      const targetPath = `${target.pathname}${target.search}`;
+      const headers: Record<string, string> = {};
+      if (secret !== undefined && signing !== 'unsigned') {
+        const token = signing === 'signed' ? 'batch' : 1;
+        headers[SIGNATURE_HEADER] = signatureHeader(
+          secret,
+          { method: 'POST', path: targetPath, token, body },
+          Date.now(),
+        );
+      }
+      const result = await exchange({ method: 'POST', url: target, body, headers, timeoutMs, agent });
+      if (result.kind !== 'response') throw new Error(unreachable(result, target, timeoutMs));
       return { status: result.status, headers: result.headers, body: result.body };
     },
     close() {

@@ -12,6 +12,8 @@ const TOKEN_CASES = [
 ];
 const RACE_CASES = ['racing identical requests give exactly one applied'];
 const SIGNATURE_CASES = ['unsigned is 401', 'forged is 401', "another route's signature is 401", 'v1 is 401'];
+/** The optional extension's case, skipped for a downstream that offers no batches (the toy offers none). */
+const BATCH_CASE = 'a batch, when offered, is judged effect by effect as single requests are';
 
 const named = (report: ConformReport, status: 'passed' | 'failed' | 'skipped') =>
   report.cases.filter((c) => c.status === status).map((c) => c.name);
@@ -25,8 +27,13 @@ describe('conform', () => {
     const lines: string[] = [];
     const report = await conform({ url: downstream.url, onCase: (c) => lines.push(formatCase(c)) });
     expect(named(report, 'failed'), shown(report)).toEqual([]);
-    expect(named(report, 'skipped')).toEqual(SIGNATURE_CASES);
-    expect(report.passed).toBe(report.cases.length - SIGNATURE_CASES.length);
+    expect(named(report, 'skipped')).toEqual([...SIGNATURE_CASES, BATCH_CASE]);
+    expect(report.cases.at(-1)).toEqual({
+      name: BATCH_CASE,
+      status: 'skipped',
+      detail: 'the downstream offers no batches (no Leasehold-Batch header)',
+    });
+    expect(report.passed).toBe(report.cases.length - SIGNATURE_CASES.length - 1);
     expect(lines).toEqual(report.cases.map(formatCase));
     expect(formatSummary(report)).toBe(`${report.passed} passed, 0 failed`);
   });
@@ -35,7 +42,7 @@ describe('conform', () => {
     const downstream = await toyDownstream({ secret: 's3cret', path: '/hooks/effects' });
     const report = await conform({ url: downstream.url, secret: 's3cret' });
     expect(named(report, 'failed'), shown(report)).toEqual([]);
-    expect(named(report, 'skipped')).toEqual([]);
+    expect(named(report, 'skipped')).toEqual([BATCH_CASE]);
   });
 
   test('each run uses job ids of its own: a second run against the same downstream passes too', async () => {

@@ -6,7 +6,14 @@ import express from 'express';
 import { describe, expect, test } from 'vitest';
 import { conform, formatCase, type ConformReport } from '../../conform/index.js';
 import { listen } from '../../platform/listen.js';
-import { fencedEffects, migrateDownstream, openSqliteEffectStore, startReceiver } from '../../receiver/index.js';
+import {
+  fencedEffects,
+  migrateDownstream,
+  openSqliteEffectStore,
+  startReceiver,
+  type Clock,
+  type EffectRequest,
+} from '../../receiver/index.js';
 import { testSchema } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/tmp.js';
 import { closeAfterTest } from '../gateway/setup.js';
@@ -19,7 +26,8 @@ function expectAllPassed(report: ConformReport): void {
     failed: 0,
     skipped: 0,
   });
-  expect(report.passed, shown).toBe(13);
+  // The thirteen cases of the protocol and the batch extension's, which leasehold offers.
+  expect(report.passed, shown).toBe(14);
 }
 
 describe('leasehold conform against leasehold downstreams', () => {
@@ -80,5 +88,27 @@ describe('leasehold conform against leasehold downstreams', () => {
     const effects = await store.knex('receiver_effects').count({ n: '*' }).first();
     expect(charges.length).toBe(Number(effects?.n));
     expect(new Set(charges.map((c) => `${c.job_id}/${c.key}`)).size).toBe(charges.length);
+  });
+
+  test('a downstream whose batches judge a job out of order fails the batch case, and only that one', async () => {
+    const store = await openSqliteEffectStore({ filename: join(tempDir('leasehold-conform-'), 'reversed.sqlite') });
+    closeAfterTest(() => store.close());
+    // Judges a batch's effects last to first: the second of one job no longer sees the first's token.
+    const reversed = {
+      ...store,
+      recordMany: async (requests: readonly EffectRequest[], clock: Clock) =>
+        (await store.recordMany([...requests].reverse(), clock)).reverse(),
+    };
+    const app = express();
+    app.post('/effects', fencedEffects({ store: reversed }));
+    const server = await listen(app, '127.0.0.1', 0);
+    closeAfterTest(() => server.close());
+    const report = await conform({ url: `${server.url}/effects` });
+    const failed = report.cases.filter((c) => c.status === 'failed');
+    expect(
+      failed.map((c) => c.name),
+      report.cases.map(formatCase).join('\n'),
+    ).toEqual(['a batch, when offered, is judged effect by effect as single requests are']);
+    expect(failed[0]!.detail).toMatch(/expected statuses 200, 409, 409, 422, 201, 409, 400, got /);
   });
 });
