@@ -12,4 +12,4 @@ export {
 } from './system.js';
 export { ManualClock } from './clock.js';
 export { hold, type Hold } from './hold.js';
-export { ExpectationError, type SystemEffect } from './expect.js';
+export { ExpectationError, type KeyChoice, type SystemEffect } from './expect.js';

@@ -10,6 +10,7 @@ import {
   expectExactlyOnceAt,
   expectNoEffectAt,
   waitForEffectAt,
+  type KeyChoice,
   type ReadableDownstream,
   type SystemEffect,
 } from './expect.js';
@@ -67,9 +68,14 @@ export interface SystemDownstream {
   stub: StubHelpers | undefined;
 }
 
-/** Which downstreams an assertion looks at: one name or several. */
+/** Which downstreams an assertion looks at (one name or several), and which of a job's effects. */
 export interface DownstreamChoice {
   to?: string | readonly string[];
+  /**
+   * The effect's key, `null` for the default effect, or several of them. Left out: the default
+   * effect for `expectExactlyOnce` and `waitForEffect`, every effect of the job for `expectNoEffect`.
+   */
+  key?: KeyChoice;
 }
 
 export interface System {
@@ -92,14 +98,17 @@ export interface System {
    */
   expireLease(jobId: string): Promise<Job>;
   /**
-   * Resolves when every done job took effect exactly once, with its qty, at the downstream(s)
-   * named by `to` (default `receiver`); rejects with an ExpectationError listing, job by job,
-   * what was expected and what is.
+   * Resolves when every done job took effect exactly once at the downstream(s) named by `to`
+   * (default `receiver`): its default effect with its qty, or each effect `key` names; rejects
+   * with an ExpectationError listing, job by job and key by key, what was expected and what is.
    */
   expectExactlyOnce(options?: DownstreamChoice): Promise<void>;
-  /** Rejects when the job has an effect at any of the stubs (or those named by `to`). */
+  /** Rejects when the job has an effect (under `key`, when given) at any of the stubs (or those named by `to`). */
   expectNoEffect(jobId: string, options?: DownstreamChoice): Promise<void>;
-  /** The job's effect once any of the stubs (or those named by `to`) has it; rejects after `timeoutMs` (default 5000). */
+  /**
+   * The job's effect (its default effect, or the one `key` names) once any of the stubs (or
+   * those named by `to`) has it; rejects after `timeoutMs` (default 5000).
+   */
   waitForEffect(jobId: string, options?: DownstreamChoice & { timeoutMs?: number }): Promise<SystemEffect>;
   /** Erases every job, effect and journal entry, and the stubs' queued faults: a fresh system for the next case. */
   reset(): Promise<void>;
@@ -212,7 +221,14 @@ function systemHandle(parts: {
     const names = choice?.to === undefined ? fallback : typeof choice.to === 'string' ? [choice.to] : choice.to;
     return names.map((name) => {
       const stub = allStubs.find((s) => s.name === name);
-      if (stub) return { name, client: stub.client, effect: (jobId) => stub.handle.effect(jobId) };
+      if (stub) {
+        return {
+          name,
+          client: stub.client,
+          effect: (jobId, key) => stub.handle.effect(jobId, key),
+          effects: (jobId) => stub.handle.effects({ jobId }),
+        };
+      }
       throw new RangeError(
         name in downstreams
           ? `downstream "${name}" is an endpoint of the test's own: the kit can read only the stubs it started (${allStubs.map((s) => `"${s.name}"`).join(', ')}).`
@@ -241,11 +257,12 @@ function systemHandle(parts: {
     },
     expireLease: (jobId) => queue.expireLease(jobId),
     expectExactlyOnce: async (choice) => {
-      for (const downstream of readable(choice, [RECEIVER])) await expectExactlyOnceAt(queueClient, downstream, apiKey);
+      for (const downstream of readable(choice, [RECEIVER]))
+        await expectExactlyOnceAt(queueClient, downstream, apiKey, choice?.key);
     },
-    expectNoEffect: async (jobId, choice) => expectNoEffectAt(jobId, readable(choice, stubNames)),
+    expectNoEffect: async (jobId, choice) => expectNoEffectAt(jobId, readable(choice, stubNames), choice?.key),
     waitForEffect: async (jobId, choice) =>
-      waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000),
+      waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000, choice?.key),
     reset: async () => {
       await Promise.all([queue.reset(), ...allStubs.map((s) => s.handle.reset())]);
     },
@@ -261,8 +278,8 @@ function systemHandle(parts: {
 
 function helpersOf(handle: ReceiverHandle): StubHelpers {
   return {
-    effects: () => handle.effects(),
-    effect: (jobId) => handle.effect(jobId),
+    effects: (filter) => handle.effects(filter),
+    effect: (jobId, key) => handle.effect(jobId, key),
     totals: () => handle.totals(),
     journal: () => handle.journal(),
     waitForEffect: (jobId, options) => handle.waitForEffect(jobId, options),
