@@ -40,6 +40,7 @@ const TEST_LAYERS = {
     'test/**/client.test.ts',
     'test/**/middleware*.test.ts',
     'test/platform/http-edge.test.ts',
+    'test/platform/json-body.test.ts',
     'test/platform/json-peer.test.ts',
     'test/platform/listen.test.ts',
     'test/audit/audit.test.ts',

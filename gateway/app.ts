@@ -1,19 +1,19 @@
 // The gateway's HTTP adapter: parse `POST /send` with its schema, run the send, render JSON.
 // Routes throw GatewayError; one error handler renders every failure the same way.
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import {
   callerGone,
   edgeFailureOf,
   errorRenderer,
   jsonBody,
   parseWith,
-  requestLog,
   requireApiKey,
   unknownRoute,
 } from '../platform/http-edge.js';
-import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
+import { createRegistry, metricsRoute } from '../platform/metrics.js';
+import { requestEdge, serviceApp } from '../platform/request-edge.js';
 import { openApiRoute } from '../platform/openapi.js';
-import { requestIds, withRequestIds } from '../platform/request-id.js';
+import { withRequestIds } from '../platform/request-id.js';
 import { QueueClient } from '../queue/client.js';
 import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
@@ -60,12 +60,8 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     () => [...downstreams].map(([name, { forwarder }]) => ({ downstream: name, ...forwarder.counts })),
   );
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(requestIds());
-  app.use(requestMetrics(metrics));
-  app.use(requestLog(logger));
+  const app = serviceApp();
+  app.use(requestEdge(metrics, logger));
   app.use(requireApiKey(resolved.apiKey, GatewayError.fromEdge, 'gateway'));
   // Each route reads its body once it is matched, so an unknown route or method is 404 whatever
   // its body or content type, and costs no parsing.

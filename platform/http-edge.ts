@@ -1,165 +1,27 @@
-// The HTTP edge the three services share: bodies read the same way (JSON only, bounded in size
-// and depth); what fails before a route runs (the body parser, a path, a schema, an unknown route,
+// The HTTP edge the three services share: bodies read the same way (json-body.ts); what fails before a route runs (the body parser, a path, a schema, an unknown route,
 // a missing API key) turned into the service's own error; one renderer of
 // `{error: {code, message, ...details}}`; one request log.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { checkApiKey } from './exchange.js';
+import { BODY_LIMIT_BYTES, MAX_JSON_DEPTH, MAX_JSON_KEYS } from './json-body.js';
 import type { EdgeFailure, ServiceError } from './service-error.js';
 
-/** Every body is at most 1 MiB; exactly 1 MiB is accepted. */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
-
-/** The deepest JSON a body may hold: `{"a":1}` is 1 deep. Deeper is 400, before any schema recurses into it. */
-export const MAX_JSON_DEPTH = 64;
-
-/**
- * The most object keys a body may hold, all its objects together. Building and checking an
- * object costs far more per key than a string costs per byte (90,000 keys in 1 MiB take the
- * event loop hundreds of milliseconds), so keys are counted in the bytes, before JSON.parse.
- */
-export const MAX_JSON_KEYS = 10_000;
+export {
+  BODY_LIMIT_BYTES,
+  hasProtoKey,
+  jsonBody,
+  jsonDeeperThan,
+  jsonKeyCount,
+  MAX_JSON_DEPTH,
+  MAX_JSON_KEYS,
+  rawJsonBody,
+} from './json-body.js';
 
 /** The service's `fromEdge`: every service's table has the edge codes. */
 export type MakeServiceError = (failure: EdgeFailure) => ServiceError;
-
-/**
- * JSON bodies: a body must be declared `application/json` (or a `+json` type), so a browser page
- * cannot send one with a cross-site "simple" request, which may only be text/plain or a form;
- * at most 1 MiB once decompressed, and at most MAX_JSON_DEPTH deep.
- */
-export function jsonBody(): RequestHandler {
-  const parse = express.json({ limit: BODY_LIMIT_BYTES, type: () => true, verify: refuseManyKeys });
-  return (req, res, next) => {
-    const refused = mediaTypeRefusal(req);
-    if (refused) return next(refused);
-    parse(req, res, (err?: unknown) => {
-      if (err !== undefined) return next(readFailure(err));
-      if (jsonDeeperThan(req.body, MAX_JSON_DEPTH)) return next(tooDeep());
-      if (hasProtoKey(req.body)) return next(edgeError('entity.proto.key', '"__proto__"'));
-      next();
-    });
-  };
-}
-
-/** body-parser's `verify`: the raw bytes, before they are parsed. */
-function refuseManyKeys(_req: unknown, _res: unknown, bytes: Buffer): void {
-  const keys = jsonKeyCount(bytes);
-  if (keys > MAX_JSON_KEYS) throw edgeError('entity.too.many.keys', String(keys));
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COLON = 0x3a;
-
-/**
- * The object keys in the JSON text `bytes` (UTF-8): in JSON a `:` outside a string follows a
- * key and nothing else. A scan of the bytes, so counting costs no parse; for text that is not
- * JSON the count means nothing, and the parse refuses it.
- */
-export function jsonKeyCount(bytes: Uint8Array): number {
-  let keys = 0;
-  let inString = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i];
-    if (inString) {
-      if (byte === BACKSLASH) i++;
-      else if (byte === QUOTE) inString = false;
-    } else if (byte === QUOTE) inString = true;
-    else if (byte === COLON) keys++;
-  }
-  return keys;
-}
-
-/**
- * The body's bytes as sent (decompressed, at most 1 MiB) as a Buffer in `req.body`, for a route
- * that must see them as they are (a signature covers them) and parses them itself, holding them
- * to MAX_JSON_DEPTH with `jsonDeeperThan`. Held to the same media types as `jsonBody`.
- */
-export function rawJsonBody(): RequestHandler {
-  const read = express.raw({ limit: BODY_LIMIT_BYTES, type: () => true });
-  return (req, res, next) => {
-    const refused = mediaTypeRefusal(req);
-    if (refused) return next(refused);
-    read(req, res, (err?: unknown) => next(err === undefined ? undefined : readFailure(err)));
-  };
-}
-
-/** `application/json`, or any `<type>/<subtype>+json` (`application/merge-patch+json`...). */
-const JSON_MEDIA_TYPE = /^(?:application\/json|[\w.!#$&^+-]+\/[\w.!#$&^+-]+\+json)$/i;
-
-/** Methods that read only; every other method may change state. */
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * A request that may change state (a POST...), with a body or without one, must declare a JSON
- * body: a browser page can send a bodiless or text/plain POST cross-site without a preflight,
- * but not one declared JSON. A read (GET, HEAD) without a body needs no type.
- */
-function mediaTypeRefusal(req: Request): Error | undefined {
-  const declared = req.headers['content-type'];
-  const length = req.headers['content-length'];
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-  if (declared === undefined && !hasBody && READ_METHODS.has(req.method)) return undefined;
-  const mediaType = (declared ?? '').split(';', 1)[0]!.trim();
-  if (JSON_MEDIA_TYPE.test(mediaType)) return undefined;
-  return edgeError(
-    'media.unsupported',
-    declared === undefined ? 'no Content-Type' : `Content-Type ${JSON.stringify(mediaType)}`,
-  );
-}
-
-/** A body that could not be read: body-parser's own errors keep their `type`; a stream that fails to decompress gets one. */
-function readFailure(err: unknown): unknown {
-  const e = err as { type?: unknown; status?: unknown; message?: unknown } | null;
-  // The only untyped failures of a body read come from the decompression stream (zlib, brotli).
-  if (e && e.type === undefined && e.status === 400) {
-    return edgeError('encoding.failed', String(e.message), { cause: err });
-  }
-  return err;
-}
-
-function tooDeep(): Error {
-  return edgeError('entity.too.deep', `deeper than ${MAX_JSON_DEPTH}`);
-}
-
-/** An error the edge knows by its `type`, as body-parser marks its own. */
-function edgeError(type: string, message: string, options?: ErrorOptions): Error {
-  return Object.assign(new Error(message, options), { type });
-}
-
-/**
- * Whether an object in `value` has a key `__proto__`. JSON.parse keeps it as a plain key, but
- * the schemas' copies drop it (an assignment to `__proto__` sets the prototype), so a payload
- * would lose it silently; it is refused instead. Walked without recursion.
- */
-export function hasProtoKey(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
-    if (node === null || typeof node !== 'object') continue;
-    if (!Array.isArray(node) && Object.hasOwn(node, '__proto__')) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (child !== null && typeof child === 'object') stack.push(child);
-    }
-  }
-  return false;
-}
-
-/** Whether `value` nests objects and arrays deeper than `max`; walked without recursion, so any depth is safe to check. */
-export function jsonDeeperThan(value: unknown, max: number): boolean {
-  const stack: Array<{ node: unknown; depth: number }> = [{ node: value, depth: 1 }];
-  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const { node, depth } = next;
-    if (node === null || typeof node !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (child !== null && typeof child === 'object') stack.push({ node: child, depth: depth + 1 });
-    }
-  }
-  return false;
-}
 
 /**
  * `Authorization: Bearer <apiKey>` on every request but `GET` (or `HEAD`) `/healthz`
@@ -370,22 +232,28 @@ export function errorRenderer(toError: (err: unknown) => ServiceError, logger: L
 export function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const code = answeredCodes.get(res);
-      const entry = {
-        method: req.method,
-        path: req.path,
-        status: res.statusCode,
-        ...(code ? { code } : {}),
-        ms: Math.round(ms * 10) / 10,
-      };
-      if (res.statusCode >= 500) logger.warn(entry, 'request failed');
-      else if (res.statusCode >= 400) logger.info(entry, 'request refused');
-      else logger.debug(entry, 'request');
-    });
+    res.on('finish', () => logAnswer(logger, req, res, started));
     next();
   };
+}
+
+/** requestLog's line for `req`, answered now, begun at `started` (process.hrtime.bigint()). */
+export function logAnswer(logger: Logger, req: Request, res: Response, started: bigint): void {
+  const status = res.statusCode;
+  // A success is logged at debug, usually off: then its line is not even built.
+  if (status < 400 && !logger.isLevelEnabled('debug')) return;
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const code = answeredCodes.get(res);
+  const entry = {
+    method: req.method,
+    path: req.path,
+    status,
+    ...(code ? { code } : {}),
+    ms: Math.round(ms * 10) / 10,
+  };
+  if (status >= 500) logger.warn(entry, 'request failed');
+  else if (status >= 400) logger.info(entry, 'request refused');
+  else logger.debug(entry, 'request');
 }
 
 /**

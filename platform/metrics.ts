@@ -24,6 +24,23 @@ export const NO_ROUTE = '(none)';
  * that hangs up before the answer is counted with status `closed`.
  */
 export function requestMetrics(registry: Registry): RequestHandler {
+  const count = requestSeries(registry);
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    let counted = false;
+    const once = () => {
+      if (counted) return;
+      counted = true;
+      count(req, res, started);
+    };
+    res.on('finish', once);
+    res.on('close', once);
+    next();
+  };
+}
+
+/** The two series of requestMetrics, and how one request is counted in them: once, when answered or closed. */
+export function requestSeries(registry: Registry): (req: Request, res: Response, started: bigint) => void {
   const requests = new Counter({
     name: 'leasehold_http_requests_total',
     help: 'Requests answered, by method, route pattern and status.',
@@ -37,20 +54,12 @@ export function requestMetrics(registry: Registry): RequestHandler {
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    let counted = false;
-    const count = () => {
-      if (counted) return;
-      counted = true;
-      const route = routeOf(req);
-      const status = res.writableFinished ? String(res.statusCode) : 'closed';
-      requests.inc({ method: req.method, route, status });
-      latency.observe({ method: req.method, route }, Number(process.hrtime.bigint() - started) / 1e9);
-    };
-    res.on('finish', count);
-    res.on('close', count);
-    next();
+  return (req, res, started) => {
+    const method = req.method;
+    const route = routeOf(req);
+    const status = res.writableFinished ? String(res.statusCode) : 'closed';
+    requests.inc({ method, route, status });
+    latency.observe({ method, route }, Number(process.hrtime.bigint() - started) / 1e9);
   };
 }
 

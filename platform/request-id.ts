@@ -3,7 +3,7 @@
 // Calls a service makes to another while handling a request pass the id on (exchange.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { pino, type Logger } from 'pino';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
@@ -32,11 +32,15 @@ export function acceptedRequestId(value: string | undefined): string | undefined
  * answer and current for everything that handles the request.
  */
 export function requestIds(): RequestHandler {
-  return (req, res, next) => {
-    const id = acceptedRequestId(req.get(REQUEST_ID_HEADER)) ?? randomUUID();
-    res.setHeader(REQUEST_ID_HEADER, id);
-    current.run(id, next);
-  };
+  return runWithRequestId;
+}
+
+/** requestIds' work for one request: the id set on the answer, and current while `next` runs. */
+export function runWithRequestId(req: Request, res: Response, next: NextFunction): void {
+  const sent = req.headers['x-request-id'];
+  const id = (typeof sent === 'string' ? acceptedRequestId(sent) : undefined) ?? randomUUID();
+  res.setHeader(REQUEST_ID_HEADER, id);
+  current.run(id, next);
 }
 
 /** Runs `work` as part of the request `id` (a body read by a stream loses the request's context). */

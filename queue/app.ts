@@ -9,13 +9,13 @@ import {
   errorRenderer,
   jsonBody,
   parseWith,
-  requestLog,
   requireApiKey,
   unknownRoute,
 } from '../platform/http-edge.js';
-import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
+import { createRegistry, metricsRoute } from '../platform/metrics.js';
+import { requestEdge, serviceApp } from '../platform/request-edge.js';
 import { openApiRoute } from '../platform/openapi.js';
-import { requestIds, withRequestIds } from '../platform/request-id.js';
+import { withRequestIds } from '../platform/request-id.js';
 import type { Registry } from 'prom-client';
 import { QueueError, unknownJobError } from './errors.js';
 import { observeQueueStore } from './metrics.js';
@@ -73,12 +73,8 @@ export function createQueueApp({
   const authorised = requireApiKey(apiKey, QueueError.fromEdge, 'queue');
   const waiters = new ClaimWaiters(store, { repollMs, maxWaiters: maxClaimWaiters });
   const ui = new QueueUi({ store });
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(requestIds());
-  app.use(requestMetrics(metrics));
-  app.use(requestLog(logger));
+  const app = serviceApp();
+  app.use(requestEdge(metrics, logger));
   // The live page holds no data and is the same for everyone, so a browser loads it without a
   // header; what it shows comes from /ui/state, which needs the key like every other route.
   app.get('/ui', ui.page);

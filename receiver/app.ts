@@ -1,11 +1,11 @@
 // The receiver's express app: POST /effects through the fencedEffects router, the read routes,
 // test-mode admin routes, and the one error middleware.
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import { pino, type Logger } from 'pino';
 import { adminRoutes } from './admin.js';
 import { ReceiverError } from './errors.js';
 import type { FaultController } from './faults.js';
-import { parseWith, requestLog, unknownRoute } from '../platform/http-edge.js';
+import { parseWith, unknownRoute } from '../platform/http-edge.js';
 import {
   effectCursorText,
   effectQuery,
@@ -15,9 +15,10 @@ import {
   parseQuery,
   readPage,
 } from './listings.js';
-import { createRegistry, metricsRoute, requestMetrics } from '../platform/metrics.js';
+import { createRegistry, metricsRoute } from '../platform/metrics.js';
+import { requestEdge, serviceApp } from '../platform/request-edge.js';
 import { openApiRoute } from '../platform/openapi.js';
-import { requestIds, withRequestIds } from '../platform/request-id.js';
+import { withRequestIds } from '../platform/request-id.js';
 import type { Registry } from 'prom-client';
 import { effectMetrics } from './metrics.js';
 import { fencedEffects, receiverErrors } from './middleware.js';
@@ -43,13 +44,9 @@ export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express 
   // Every line logged while a request is handled carries its reqId (the gateway passes its own on).
   const logger = withRequestIds(options.logger ?? pino({ level: 'silent' }));
   const metrics = options.metrics ?? createRegistry('receiver');
-  const app = express();
-  app.disable('x-powered-by');
   // Totals and effects change with every request; never let a client answer itself with a 304.
-  app.disable('etag');
-  app.use(requestIds());
-  app.use(requestMetrics(metrics));
-  app.use(requestLog(logger));
+  const app = serviceApp();
+  app.use(requestEdge(metrics, logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
