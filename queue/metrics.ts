@@ -147,12 +147,19 @@ export function observeQueueStore(store: QueueStore, registry: Registry, waiting
       return answers;
     },
   };
-  // Everything not counted (reads, enqueue, cancel, migrate, close...) reaches the store as is.
+  // Everything not counted (reads, enqueue, cancel, migrate, close...) reaches the store as is,
+  // each method bound once rather than at every call.
+  const bound = new Map<PropertyKey, { of: unknown; fn: unknown }>();
   return new Proxy(store, {
     get(target, property) {
       if (Object.hasOwn(observed, property)) return observed[property as keyof QueueStore];
       const value = Reflect.get(target, property) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      const cached = bound.get(property);
+      if (cached?.of === value) return cached.fn;
+      const fn = (value as (...args: unknown[]) => unknown).bind(target);
+      bound.set(property, { of: value, fn });
+      return fn;
     },
   });
 }
