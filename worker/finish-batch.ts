@@ -1,7 +1,9 @@
 // Finishes coalesced: while one finish is on its way to the queue, the finishes other slots make
 // wait for it, then go together in one `POST /finishes`, each claiming its slot's next job when
 // the slot wants one. A lone finish is never held back. Each slot still gets its own answer: its
-// job and next lease, or the very refusal the single route would have given it.
+// job and next lease, or the very refusal the single route would have given it. A request
+// carries only as many finishes as the queue's body limit holds, counted from the sizes of the
+// results, which the caller measured when it checked them (no result is serialized twice).
 import { QueueError } from '../queue/client.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { QueueApi } from './types.js';
@@ -25,12 +27,34 @@ interface Pending {
   id: string;
   input: FinishInput;
   claimNext: boolean;
+  /** This finish's share of a batch's body: its result serialized, its id and token, in UTF-8 bytes. */
+  bytes: number;
   resolve(answer: FinishAnswer): void;
   reject(err: unknown): void;
 }
 
 /** The most finishes one request carries: the queue's limit for POST /finishes. */
 export const MAX_FINISH_BATCH = 100;
+
+/**
+ * The queue's limit on a request body, 1 MiB (BODY_LIMIT_BYTES, platform/http-edge.ts). Written
+ * out here: the worker library does not load the services' HTTP edge.
+ */
+export const QUEUE_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * A finish in a batch's body beyond its result: `{"id":…,"token":…,"result":…},` with a token
+ * of up to 16 digits, around the id's own bytes.
+ */
+const FINISH_OVERHEAD_BYTES = 48;
+
+/** A batch's body beyond its finishes: `{"owner":…,"finishes":[…],"next":{"leaseMs":…}}`, around the owner's bytes. */
+const BATCH_OVERHEAD_BYTES = 64;
+
+/** `value` serialized as JSON, in UTF-8 bytes. */
+function jsonBytes(value: string): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
 
 export class FinishCoalescer {
   private waiting: Pending[] = [];
@@ -46,16 +70,19 @@ export class FinishCoalescer {
 
   /**
    * Finishes `id`; with `claimNext`, claims the next job for the same owner in the same request.
-   * Rejects as the single route would: a refusal with its QueueError, no answer with the error
-   * that says so — the caller's retries and its reading of a refusal stay its own.
+   * `resultBytes` is `input.result` serialized as JSON, in UTF-8 bytes (0 without a result): what
+   * the finish adds to a batch's body. Rejects as the single route would: a refusal with its
+   * QueueError, no answer with the error that says so — the caller's retries and its reading of
+   * a refusal stay its own.
    */
-  finish(id: string, input: FinishInput, claimNext: boolean): Promise<FinishAnswer> {
+  finish(id: string, input: FinishInput, claimNext: boolean, resultBytes: number): Promise<FinishAnswer> {
     // A queue API without the batched route (a test's replacement): every finish on its own.
     if (this.queue.finishMany === undefined || !this.batchRoute) {
       return this.single(id, input, claimNext);
     }
     return new Promise((resolve, reject) => {
-      this.waiting.push({ id, input, claimNext, resolve, reject });
+      const bytes = resultBytes + jsonBytes(id) + FINISH_OVERHEAD_BYTES;
+      this.waiting.push({ id, input, claimNext, bytes, resolve, reject });
       if (!this.inFlight) {
         this.inFlight = true;
         void this.drain();
@@ -85,18 +112,24 @@ export class FinishCoalescer {
 
   /**
    * The oldest waiting finish and, up to MAX_FINISH_BATCH, those waiting behind it that one
-   * request can carry with it: the same owner, and the same choice of claiming a next job (the
-   * route asks that of the whole request). The others keep their place for the next request.
+   * request can carry with it: the same owner, the same choice of claiming a next job (the
+   * route asks that of the whole request), and room left under the queue's body limit. The
+   * others keep their place for the next request. The oldest always goes: one too large for the
+   * limit even alone goes alone, by the single route, and is refused as it would be anyway.
    */
   private take(): Pending[] {
     const first = this.waiting[0]!;
     const batch: Pending[] = [];
     const rest: Pending[] = [];
+    let bytes = BATCH_OVERHEAD_BYTES + jsonBytes(first.input.owner);
     for (const pending of this.waiting) {
       const fits =
-        batch.length < MAX_FINISH_BATCH &&
-        pending.input.owner === first.input.owner &&
-        pending.claimNext === first.claimNext;
+        pending === first ||
+        (batch.length < MAX_FINISH_BATCH &&
+          pending.input.owner === first.input.owner &&
+          pending.claimNext === first.claimNext &&
+          bytes + pending.bytes <= QUEUE_BODY_LIMIT_BYTES);
+      if (fits) bytes += pending.bytes;
       (fits ? batch : rest).push(pending);
     }
     this.waiting = rest;
@@ -121,7 +154,7 @@ export class FinishCoalescer {
   /**
    * Several finishes in one request. Each gets its own result; a next lease goes to each
    * accepted finish in turn (a refused one claims nothing). A request refused whole (4xx: its
-   * shape, its size) cannot be laid at any one finish's door and changed nothing, so each is
+   * shape, its size should a result's serialized size have been misjudged) cannot be laid at any one finish's door and changed nothing, so each is
    * sent again alone; a queue without the route at all (`not_found`) gets every finish alone from
    * then on. No answer (unreachable, timed out, 5xx, an answer that is not one result
    * per finish): the batch may or may not have landed, so each finish fails as its own request

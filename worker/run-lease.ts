@@ -71,17 +71,22 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   await keeper.stop();
   const lease = keeper.lease;
   if (keeper.lost) return none({ status: 'lost', lease, error: keeper.lost });
+  // Serialized once, to check it is JSON; its size then places the finish in a batch.
+  const resultBytes = handled.kind === 'returned' ? jsonBytes(handled.result) : undefined;
   const failure =
     handled.kind === 'threw'
       ? errorMessage(handled.error)
-      : isJson(handled.result)
-        ? undefined
-        : 'the handler returned a value that is not JSON';
+      : resultBytes === undefined
+        ? 'the handler returned a value that is not JSON'
+        : undefined;
   if (failure !== undefined) return none(await failJob(keeper, deps, failure.slice(0, MAX_ERROR_CHARS)));
   await deps.options.hooks.beforeFinish?.(lease);
   const result = handled.kind === 'returned' ? handled.result : undefined;
-  const recorded = generation.used ? resultWithOutput(result, generationPath(lease.id, lease.token)) : result;
-  return finishJob(keeper, deps, recorded, deps.wantNext?.() ?? false);
+  if (!generation.used) return finishJob(keeper, deps, result, resultBytes ?? 0, deps.wantNext?.() ?? false);
+  const output = generationPath(lease.id, lease.token);
+  // The result's bytes, and at most `{"value":` `,"output":"…"` `}` around them.
+  const recordedBytes = (resultBytes ?? 0) + Buffer.byteLength(JSON.stringify(output)) + 20;
+  return finishJob(keeper, deps, resultWithOutput(result, output), recordedBytes, deps.wantNext?.() ?? false);
 }
 
 /** The handler's end, or the end of the grace time after a stop, whichever comes first. */
@@ -254,12 +259,14 @@ function effectRef(effect: EffectInput): { to?: string; key?: string; qty?: numb
   };
 }
 
-function isJson(value: unknown): boolean {
-  if (value === undefined) return true;
+/** `value` serialized as JSON, in UTF-8 bytes (0 for undefined: no result); undefined when it is not JSON. */
+function jsonBytes(value: unknown): number | undefined {
+  if (value === undefined) return 0;
   try {
-    JSON.stringify(value);
-    return true;
+    // A value JSON.stringify leaves out (a function, a symbol) is sent as no result.
+    const json = JSON.stringify(value) as string | undefined;
+    return json === undefined ? 0 : Buffer.byteLength(json);
   } catch {
-    return false;
+    return undefined;
   }
 }

@@ -40,13 +40,15 @@ export interface Finished {
 }
 
 /**
- * Finishes with `result`; with `claimNext`, claims the next job for the same owner in the same
- * request — a request it may share with other slots' finishes (finish-batch.ts).
+ * Finishes with `result` (`resultBytes`: its size serialized as JSON, which places it in a
+ * batch); with `claimNext`, claims the next job for the same owner in the same request — a
+ * request it may share with other slots' finishes (finish-batch.ts).
  */
 export async function finishJob(
   keeper: LeaseKeeper,
   deps: SettleDeps,
   result: unknown,
+  resultBytes: number,
   claimNext: boolean,
 ): Promise<Finished> {
   const { id, owner, token } = keeper.lease;
@@ -59,7 +61,7 @@ export async function finishJob(
     () => {
       // Handed over now: the request that carries it may leave later, never earlier.
       sentAt = deps.options.clock.now();
-      return deps.finishes.finish(id, body, claimNext);
+      return deps.finishes.finish(id, body, claimNext, resultBytes);
     },
     // The earlier attempt landed and only its answer was lost. A next job it claimed is not
     // known to anyone: its lease runs out, and the job is claimable again then.

@@ -1,74 +1,14 @@
 // Finishes coalesced across a worker's slots, against the real queue behind a proxy that counts,
 // holds and cuts requests: slots that finish together share one POST /finishes, each getting its
 // own job, its own next lease and its own refusal; a lone finish goes at once by the single
-// route; a batch refused whole is sent again one finish at a time; a cut answer is retried by
-// each finish on its own path, and recognised as landed.
+// route; a batch holds no more than the queue's body limit; a batch refused whole is sent
+// again one finish at a time; a cut answer is retried by each finish on its own path, and
+// recognised as landed.
 import { describe, expect, test } from 'vitest';
 import { QueueClient } from '../../queue/client.js';
-import { ManualClock } from '../../testing/clock.js';
-import { runWorker, type Handler, type WorkerEvent, type WorkerSummary } from '../../worker/index.js';
-import { queueProxy, type QueueProxy } from './proxy.js';
-import { closeAfterTest, eventually, setup, timeline, type Setup } from './setup.js';
-
-/** A gate the handlers wait at: opened by the test, or by itself once `count` handlers wait. */
-function gate(count = Infinity): { wait(): Promise<void>; open(): void; waiting: number; full: Promise<void> } {
-  let open!: () => void;
-  let full!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  const fullP = new Promise<void>((resolve) => (full = resolve));
-  const g = {
-    waiting: 0,
-    full: fullP,
-    open,
-    wait: () => {
-      g.waiting += 1;
-      if (g.waiting === count) full();
-      return opened;
-    },
-  };
-  return g;
-}
-
-interface Run {
-  events: WorkerEvent[];
-  stop: AbortController;
-  running: Promise<WorkerSummary>;
-}
-
-/** A worker through the proxy, on a clock that stands still: no renewal, and no estimate that gives a lease up. */
-function start(
-  s: Setup,
-  proxy: QueueProxy,
-  handler: Handler,
-  options: { concurrency: number; maxJobs?: number; leaseMs?: number },
-): Run {
-  const events: WorkerEvent[] = [];
-  const stop = new AbortController();
-  const running = runWorker({
-    queueUrl: proxy.url,
-    gatewayUrl: s.gateway.url,
-    name: 'w1',
-    leaseMs: options.leaseMs ?? 30_000,
-    concurrency: options.concurrency,
-    ...(options.maxJobs !== undefined ? { maxJobs: options.maxJobs } : {}),
-    waitMs: 0,
-    pollMs: 20,
-    clock: new ManualClock(),
-    signal: stop.signal,
-    onEvent: (e) => events.push(e),
-    handler,
-  });
-  return { events, stop, running };
-}
-
-const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
-
-async function enqueue(s: Setup, jobs: string[]): Promise<void> {
-  for (const id of jobs) await s.client.enqueue({ id, qty: 1 });
-}
-
-const finishRequests = (proxy: QueueProxy) =>
-  proxy.requests.filter((r) => r === 'POST /finishes' || r === 'POST /jobs/:id/finish');
+import { enqueue, finishRequests, gate, ids, runOn, start } from './finish-kit.js';
+import { queueProxy } from './proxy.js';
+import { closeAfterTest, eventually, setup, timeline } from './setup.js';
 
 describe('finishes coalesced across slots', () => {
   test('eight slots that finish together share one request, and each gets its own job and its own next lease', async () => {
@@ -191,15 +131,15 @@ describe('finishes coalesced across slots', () => {
     expect(again + proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length).toBe(8);
   });
 
-  test('a batch the queue refuses whole (too large a body) is sent again one finish at a time', async () => {
+  test('results too large for one request together go in several batches, each under the body limit: none refused, no finish sent twice', async () => {
     const s = await setup();
     const proxy = await queueProxy(s.queue.url);
     const jobs = ids('j', 8);
     await enqueue(s, jobs);
     const handlers = gate(8);
     void handlers.full.then(handlers.open);
-    // 200 KB each: one fits the queue's 1 MiB body limit, eight together do not.
-    const big = 'x'.repeat(200_000);
+    // 300 KiB each: three fit the queue's 1 MiB body limit together, four do not.
+    const big = 'x'.repeat(300 * 1024);
 
     const run = start(
       s,
@@ -212,11 +152,55 @@ describe('finishes coalesced across slots', () => {
     );
 
     await expect(run.running).resolves.toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
-    expect(proxy.batches.map((b) => b.finishes.length)).toEqual([8]);
-    expect(proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length).toBe(8);
+    // No request refused: neither a batch nor a finish alone.
+    expect(proxy.answers.filter((a) => !a.startsWith('200 ') && !a.startsWith('204 '))).toEqual([]);
+    const sizes = proxy.batches.map((b) => b.finishes.length);
+    expect(sizes.length).toBeGreaterThanOrEqual(2);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(3);
+    // Each job in exactly one request: in one batch, or alone.
+    const batched = proxy.batches.flatMap((b) => b.finishes.map((f) => f.id));
+    expect(new Set(batched).size).toBe(batched.length);
+    const alone = proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length;
+    expect(batched.length + alone).toBe(8);
+    expect(sizes.reduce((n, size) => n + size, 0)).toBeGreaterThan(alone);
     for (const id of jobs) {
       expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
-      expect((await s.client.get(id)).result).toBe(big);
+      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: big });
+    }
+  });
+
+  test('a batch the queue refuses whole (400 invalid_request) changed nothing, and is sent again one finish at a time', async () => {
+    const s = await setup();
+    const jobs = ids('j', 8);
+    await enqueue(s, jobs);
+    const batches: number[] = [];
+    let singles = 0;
+    // Every batch reaches the real queue naming its first job twice, which the queue refuses whole.
+    const queue = s.queueApi({
+      finishMany: (owner, finishes, options) => {
+        batches.push(finishes.length);
+        return s.client.finishMany(owner, [...finishes, finishes[0]!], options);
+      },
+      finish: (id, input, options) => {
+        singles += 1;
+        return s.client.finish(id, input, options);
+      },
+    });
+    const handlers = gate(8);
+    void handlers.full.then(handlers.open);
+
+    const { summary, events } = await runOn(s, queue, { concurrency: 8, maxJobs: 8 }, async (ctx) => {
+      await handlers.wait();
+      return ctx.lease.id;
+    });
+
+    // Had the refused batch finished any job, that job's finish alone would have been refused.
+    expect(summary).toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
+    expect(batches).toEqual([8]);
+    expect(singles).toBe(8);
+    for (const id of jobs) {
+      expect(timeline(events, id)).toEqual(['claimed', 'finished']);
+      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: id });
     }
   });
 });
@@ -247,23 +231,10 @@ describe('a queue without POST /finishes', () => {
     });
     const handlers = gate(4);
     void handlers.full.then(handlers.open);
-    const events: WorkerEvent[] = [];
 
-    const summary = await runWorker({
-      queueUrl: s.queue.url,
-      gatewayUrl: s.gateway.url,
-      name: 'w1',
-      leaseMs: 30_000,
-      concurrency: 4,
-      maxJobs: 8,
-      waitMs: 0,
-      clock: new ManualClock(),
-      queue,
-      onEvent: (e) => events.push(e),
-      handler: async () => {
-        await handlers.wait();
-        return 'ok';
-      },
+    const { summary, events } = await runOn(s, queue, { concurrency: 4, maxJobs: 8 }, async () => {
+      await handlers.wait();
+      return 'ok';
     });
 
     expect(summary).toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });

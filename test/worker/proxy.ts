@@ -9,6 +9,8 @@ export interface QueueProxy {
   url: string;
   /** Requests by `METHOD /path` (ids in the path as `:id`), in the order they arrived. */
   requests: string[];
+  /** The queue's answers passed back, `STATUS METHOD /path`, in the order they were passed back. */
+  answers: string[];
   /** The bodies of the `POST /finishes` requests, as parsed JSON. */
   batches: Array<{ owner: string; finishes: Array<{ id: string; token: number }>; next?: unknown }>;
   /** The next request to `route` is answered by the queue, then its connection is cut. */
@@ -29,6 +31,7 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
   const agent = new http.Agent({ keepAlive: true });
   const faults = new Map<string, Fault>();
   const requests: string[] = [];
+  const answers: string[] = [];
   const batches: QueueProxy['batches'] = [];
 
   const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -54,6 +57,7 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
                 fault.done();
                 return;
               }
+              answers.push(`${answer.statusCode} ${route}`);
               res.writeHead(answer.statusCode ?? 502, answer.headers);
               res.end(Buffer.concat(answerChunks));
             });
@@ -78,6 +82,7 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    answers,
     batches,
     cutAnswer: (route) => new Promise<void>((done) => faults.set(route, { kind: 'cut', done })),
     hold: (route) => {
