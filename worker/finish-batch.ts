@@ -37,7 +37,7 @@ interface Pending {
 export const MAX_FINISH_BATCH = 100;
 
 /**
- * The queue's limit on a request body, 1 MiB (BODY_LIMIT_BYTES, platform/http-edge.ts). Written
+ * The queue's limit on a request body, 1 MiB (BODY_LIMIT_BYTES, platform/json-body.ts). Written
  * out here: the worker library does not load the services' HTTP edge.
  */
 export const QUEUE_BODY_LIMIT_BYTES = 1024 * 1024;
