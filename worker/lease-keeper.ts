@@ -1,22 +1,21 @@
-// Keeps one lease alive while its handler runs, and owns its loss. The lease moves through one
-// state machine (`nextLeaseState` in rules.ts: claimed, held, settling, then lost or ended), and
-// `lose` is the one place a loss is decided and reported: a renewal, a send or a finish that is
-// refused reports it here, as does the estimate of the lease's end. A loss stops renewals and
-// new sends at once, and aborts the handler's signal once the sends on their way have answered.
+// Keeps one lease alive while its handler runs, and owns its loss: the timers and the requests
+// around where the lease stands (lease-standing.ts, its state machine). `lose` is the one place
+// a loss is decided and reported: a renewal, a send or a finish that is refused reports it here,
+// as does the estimate of the lease's end. A loss stops renewals and new sends at once, and
+// aborts the handler's signal once the sends on their way have answered.
 import type { TimerHandle } from '../platform/clock.js';
 import type { Lease } from '../queue/types.js';
 import { LeaseLostError, type LossDuring } from './errors.js';
 import type { WorkerEventBody } from './events.js';
+import { LeaseStanding } from './lease-standing.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import {
   estimateLeaseEnd,
   leaseIsShort,
   mayBeCancelled,
-  nextLeaseState,
   refusalOf,
   refusedEvent,
   withDeadReason,
-  type LeaseState,
   type LeaseStep,
   type Refusal,
 } from './rules.js';
@@ -33,13 +32,8 @@ export interface KeeperDeps {
   emit(event: WorkerEventBody): void;
 }
 
-type Standing =
-  | { state: Exclude<LeaseState, 'refused' | 'lost'> }
-  /** `loss`: as the refusal said it, before the explanation; then as reported. */
-  | { state: 'refused' | 'lost'; loss: LeaseLostError };
-
 export class LeaseKeeper {
-  private standing: Standing = { state: 'claimed' };
+  private readonly standing: LeaseStanding;
   private current: Lease;
   private estimatedEnd: number;
   /** When the next timer renewal is due, on the worker's clock. */
@@ -54,12 +48,11 @@ export class LeaseKeeper {
   private readonly handlerController = new AbortController();
   private renewing: Promise<Lease> | undefined;
   private sendsInFlight = 0;
-  /** Woken at each change: a step, a renewal's answer, the last send's answer. */
-  private waiters: Array<() => void> = [];
 
   constructor(private readonly deps: KeeperDeps) {
     const { claimed, options } = deps;
     this.current = claimed.lease;
+    this.standing = new LeaseStanding(claimed.lease);
     // A claim that waited at the queue was made at some moment of the wait, so "sent + leaseMs"
     // may already be past. Such a lease is renewed before its handler starts (`renewFirst`);
     // until then the estimate only bounds how long renewing is tried.
@@ -83,7 +76,7 @@ export class LeaseKeeper {
 
   /** Set from the moment a service refused the lease or the estimate gave up on it. */
   get lost(): LeaseLostError | undefined {
-    return 'loss' in this.standing ? this.standing.loss : undefined;
+    return this.standing.loss;
   }
 
   /** The worker's estimate of `leaseUntil`, on its own clock. */
@@ -111,7 +104,7 @@ export class LeaseKeeper {
       } catch (err) {
         if (err instanceof LeaseLostError) throw err;
       }
-      await this.changed(this.deps.options.retryMs);
+      await this.standing.changed(this.deps.options.retryMs);
     }
   }
 
@@ -148,7 +141,7 @@ export class LeaseKeeper {
       this.sendsInFlight -= 1;
       if (this.sendsInFlight === 0) {
         if (this.lost) this.abortHandler();
-        this.notify();
+        this.standing.notify();
       }
     }
   }
@@ -159,14 +152,14 @@ export class LeaseKeeper {
    * reported once the refusal is explained (`explain`).
    */
   async refused(refusal: Refusal, during: LossDuring): Promise<LeaseLostError> {
-    this.step('refuse', this.lossOf(refusal.reason, during, refusal));
+    this.step('refuse', this.standing.lossOf(refusal.reason, during, refusal));
     const explained = await this.explain(refusal);
-    return this.lose(this.lossOf(explained.reason, during, explained));
+    return this.lose(this.standing.lossOf(explained.reason, during, explained));
   }
 
   /** Reports a finish or fail that got no answer while the lease may still have been the worker's. */
   unreachable(during: 'finish' | 'fail' | 'release'): LeaseLostError {
-    return this.lose(this.lossOf('queue_unreachable', during));
+    return this.lose(this.standing.lossOf('queue_unreachable', during));
   }
 
   /** Reports that the queue took the finish, fail or release (or a release was given up). */
@@ -195,16 +188,12 @@ export class LeaseKeeper {
    */
   async stop(): Promise<void> {
     this.step('stop');
-    while (this.renewing || this.sendsInFlight > 0) await this.changed();
+    while (this.renewing || this.sendsInFlight > 0) await this.standing.changed();
   }
 
   /** The one place a loss is decided: reported once as a `lost` event, whoever found it. */
   private lose(loss: LeaseLostError): LeaseLostError {
-    if (this.standing.state === 'lost') {
-      // The queue's refusal explains a loss first noticed by the clock better: keep its words.
-      if (!this.standing.loss.confirmed && loss.confirmed) this.standing.loss = loss;
-      return this.standing.loss;
-    }
+    if (this.standing.state === 'lost') return this.standing.foundAgain(loss);
     this.step('lose', loss);
     this.deps.emit({
       event: 'lost',
@@ -220,22 +209,17 @@ export class LeaseKeeper {
     return loss;
   }
 
-  /** Moves the lease along the state machine; a step it does not take is a defect in the worker. */
+  /** Moves the lease along the state machine; a held lease's timer stops when it is held no more. */
   private step(step: LeaseStep, loss?: LeaseLostError): void {
-    const from = this.standing.state;
-    const to = nextLeaseState(from, step);
-    if (to === undefined) throw new Error(`A ${from} lease on job "${this.current.id}" cannot take the step ${step}.`);
-    if (to === from) return;
-    if (from === 'held') {
+    if (this.standing.step(step, loss) === 'held') {
       this.deps.options.timers.clearTimer(this.timer);
       this.timer = undefined;
     }
-    this.standing = to === 'lost' || to === 'refused' ? { state: to, loss: loss! } : { state: to };
-    this.notify();
   }
 
   private mustBeHeld(what: string): void {
-    if ('loss' in this.standing) throw this.standing.loss;
+    const loss = this.standing.loss;
+    if (loss) throw loss;
     if (what === 'sent' && this.handlerController.signal.aborted) throw this.handlerController.signal.reason;
     if (this.standing.state !== 'held') {
       throw new Error(`The job "${this.current.id}" is over; nothing more is ${what} under its lease.`);
@@ -250,7 +234,7 @@ export class LeaseKeeper {
       this.renewing = undefined;
       // The next timer renewal: an interval after a success, a quarter of one after a failure.
       this.beatIn(renewed ? this.deps.options.heartbeatMs : this.deps.options.retryMs);
-      this.notify();
+      this.standing.notify();
     };
     attempt.then(
       () => answered(true),
@@ -299,7 +283,7 @@ export class LeaseKeeper {
       () => {
         this.timer = undefined;
         if (beatFirst) this.renewOnce().catch(() => {});
-        else this.lose(this.lossOf('not_renewed', 'renew'));
+        else this.lose(this.standing.lossOf('not_renewed', 'renew'));
       },
       Math.max(0, at - this.deps.options.clock.now()),
     );
@@ -309,34 +293,5 @@ export class LeaseKeeper {
     this.deps.options.timers.clearTimer(this.timer);
     this.timer = undefined;
     if (!this.handlerController.signal.aborted) this.handlerController.abort(this.lost);
-  }
-
-  /** Resolves at the next change, or after `ms` of real time (a retry's pause, as a request's timeout is). */
-  private changed(ms?: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.waiters = this.waiters.filter((waiter) => waiter !== wake);
-        resolve();
-      };
-      const timer = ms === undefined ? undefined : setTimeout(wake, ms);
-      this.waiters.push(wake);
-    });
-  }
-
-  private notify(): void {
-    for (const wake of this.waiters.splice(0)) wake();
-  }
-
-  private lossOf(reason: LeaseLostError['reason'], during: LossDuring, refusal?: Refusal): LeaseLostError {
-    const { id, owner, token } = this.current;
-    return new LeaseLostError({
-      jobId: id,
-      expected: { owner, token },
-      during,
-      reason,
-      current: refusal?.current,
-      cause: refusal?.message,
-    });
   }
 }
