@@ -1,6 +1,7 @@
-// Claim (rules 1, 4, 5, 6): one statement that makes every quarantinable row dead and leases the
-// best claimable jobs, up to `max`. Only those rows are written; each leased one gets its own
-// next token. No token is issued by a statement that leaves a quarantinable row live.
+// Claim (rules 1, 4, 5, 6): every quarantinable row made dead, then the best claimable jobs
+// leased, up to `max`; each leased one gets its own next token. On PostgreSQL one statement does
+// both; on SQLite the sweep runs once per write transaction (quarantine.ts), shared by the
+// claims a group commit puts in it, and the claim is one UPDATE after it.
 import { named } from '../../platform/named-sql.js';
 import { rowsOf, type Executor, type Row } from '../../platform/sql.js';
 import { toLease } from '../rules.js';
@@ -8,7 +9,7 @@ import { rowToJob } from '../rows.js';
 import type { Lease } from '../types.js';
 import type { ByDialect, SqlDialect } from './dialects.js';
 import { JOB_COLUMNS } from './get.js';
-import { deadReason, quarantinable } from './quarantine.js';
+import { deadReason, quarantinable, quarantineOnce } from './quarantine.js';
 
 /**
  * The claim's `now` as SQL: a parameter, or (PostgreSQL with the server's clock) the statement's
@@ -29,36 +30,66 @@ const ORDER = 'priority DESC, run_at, seq';
 /**
  * The `seq`s of the next claimable rows at `now`, best first, at most @max. Two index walks,
  * each stopping after @max rows, then the best of those: pending jobs by (priority, run_at, seq)
- * and expired leases, so a claim never sorts the queue. Each leaves out what the same statement
- * makes dead. On PostgreSQL each walk skips rows another claim has locked instead of waiting.
+ * and expired leases, so a claim never sorts the queue. On PostgreSQL each walk skips rows
+ * another claim has locked instead of waiting.
  */
-function pick(now: string, lock: string): { pending: string; expired: string } {
-  const alive = `NOT ${quarantinable(now)}`;
+function pick(now: string, lock: string, alive: string): { pending: string; expired: string } {
   return {
     pending: `SELECT seq, priority, run_at FROM queue_jobs
-      WHERE status = 'pending' AND run_at <= ${now} AND ${alive} ORDER BY ${ORDER} LIMIT @max ${lock}`,
+      WHERE status = 'pending' AND run_at <= ${now} ${alive} ORDER BY ${ORDER} LIMIT @max ${lock}`,
     expired: `SELECT seq, priority, run_at FROM queue_jobs
-      WHERE status = 'leased' AND lease_until <= ${now} AND ${alive} ORDER BY ${ORDER} LIMIT @max ${lock}`,
+      WHERE status = 'leased' AND lease_until <= ${now} ${alive} ORDER BY ${ORDER} LIMIT @max ${lock}`,
   };
 }
 
+/** SQLite's pick: the sweep has run under the write lock, so no quarantinable row is left to skip. */
 function sqlitePick(now: string): string {
-  const { pending, expired } = pick(now, '');
+  const { pending, expired } = pick(now, '', '');
   return `SELECT seq FROM (SELECT * FROM (${pending}) UNION ALL SELECT * FROM (${expired})) ORDER BY ${ORDER} LIMIT @max`;
 }
 
+/** PostgreSQL's pick leaves out what the same statement makes dead. */
+function postgresPick(now: string): { pending: string; expired: string } {
+  return pick(now, 'FOR UPDATE SKIP LOCKED', `AND NOT ${quarantinable(now)}`);
+}
+
+const claimable = (now: string) =>
+  `(status = 'pending' AND run_at <= ${now}) OR (status = 'leased' AND lease_until <= ${now})`;
+
 /**
- * Invariant (rules 4, 5, 6): the rows written are the quarantinable ones, made dead, and the
- * picked ones, leased; a row is leased only when claimable at `now` — `pending` and due, or
- * `leased` with `lease_until <= now` (rule 2: at `lease_until` the lease has ended) — and not
- * quarantinable, whatever the pick chose. The token rises by one, and the lease never outlives
- * the deadline (rule 4). Every SET reads the row as it was, so each CASE asks the same question.
+ * SQLite: the sweep (quarantine.ts) has made the quarantinable rows dead in this transaction, so
+ * the claim leases the picked rows alone, each claimable at `now` — `pending` and due, or
+ * `leased` with `lease_until <= now` (rule 2: at `lease_until` the lease has ended) — whatever
+ * the pick chose. The token rises by one, and the lease never outlives the deadline (rule 4).
  */
-function update(now: string, chosen: string): string {
+function sqliteClaim(now: string): string {
+  const until = `${now} + @leaseMs`;
+  return `UPDATE queue_jobs
+     SET status = 'leased', owner = @owner, token = token + 1, attempts = attempts + 1, lease_ms = @leaseMs,
+         lease_until = CASE WHEN deadline IS NOT NULL AND deadline < ${until} THEN deadline ELSE ${until} END,
+         updated_at = ${now}
+   WHERE seq IN (${sqlitePick(now)}) AND (${claimable(now)})
+   RETURNING ${JOB_COLUMNS}`;
+}
+
+/**
+ * PostgreSQL, invariant (rules 4, 5, 6): the rows written are the quarantinable ones, made dead,
+ * and the picked ones, leased; a row is leased only when claimable at `now` and not
+ * quarantinable, whatever the pick chose. Every SET reads the row as it was, so each CASE asks
+ * the same question. Every row is locked by a CTE that skips rows other transactions hold, so
+ * concurrent claims never wait on each other nor deadlock; a quarantinable row another claim
+ * holds is that claim's to make dead, and no pick here takes it.
+ */
+function postgresClaim(now: string): string {
+  const { pending, expired } = postgresPick(now);
   const dead = quarantinable(now);
   const until = `${now} + @leaseMs`;
   const leasedOr = (kept: string, leased: string) => `CASE WHEN ${dead} THEN ${kept} ELSE ${leased} END`;
-  return `UPDATE queue_jobs
+  return `WITH spent AS MATERIALIZED (SELECT seq FROM queue_jobs WHERE ${dead} FOR UPDATE SKIP LOCKED),
+    pending AS MATERIALIZED (${pending}),
+    expired AS MATERIALIZED (${expired}),
+    best AS (SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS b ORDER BY ${ORDER} LIMIT @max)
+  UPDATE queue_jobs
      SET status = ${leasedOr(`'dead'`, `'leased'`)},
          owner = ${leasedOr('owner', '@owner')},
          token = ${leasedOr('token', 'token + 1')},
@@ -68,32 +99,8 @@ function update(now: string, chosen: string): string {
                             WHEN deadline IS NOT NULL AND deadline < ${until} THEN deadline ELSE ${until} END,
          dead_reason = ${leasedOr(deadReason(now), 'dead_reason')},
          updated_at = ${now}
-   WHERE seq IN (${chosen})
-     AND (${dead} OR (status = 'pending' AND run_at <= ${now}) OR (status = 'leased' AND lease_until <= ${now}))
+   WHERE seq IN (SELECT seq FROM spent UNION ALL SELECT seq FROM best) AND (${dead} OR ${claimable(now)})
    RETURNING ${JOB_COLUMNS}`;
-}
-
-/** SQLite: the write transaction excludes every other writer, so nothing needs locking. */
-function sqliteClaim(now: string): string {
-  // The pick in a subquery of its own: a compound SELECT's ORDER BY and LIMIT apply to all of it.
-  return update(
-    now,
-    `SELECT seq FROM queue_jobs WHERE ${quarantinable(now)} UNION ALL SELECT seq FROM (${sqlitePick(now)})`,
-  );
-}
-
-/**
- * PostgreSQL: every row is locked by a CTE that skips rows other transactions hold, so
- * concurrent claims never wait on each other nor deadlock; a quarantinable row another claim
- * holds is that claim's to make dead, and no pick here takes it.
- */
-function postgresClaim(now: string): string {
-  const { pending, expired } = pick(now, 'FOR UPDATE SKIP LOCKED');
-  return `WITH spent AS MATERIALIZED (SELECT seq FROM queue_jobs WHERE ${quarantinable(now)} FOR UPDATE SKIP LOCKED),
-    pending AS MATERIALIZED (${pending}),
-    expired AS MATERIALIZED (${expired}),
-    best AS (SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS b ORDER BY ${ORDER} LIMIT @max)
-  ${update(now, 'SELECT seq FROM spent UNION ALL SELECT seq FROM best')}`;
 }
 
 type ClaimParams = { owner: string; leaseMs: number; max: number };
@@ -109,7 +116,7 @@ const PICK: ByDialect<string> = {
   postgres: (({ pending, expired }) =>
     `WITH pending AS (${pending}), expired AS (${expired})
      SELECT seq FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS b ORDER BY ${ORDER} LIMIT @max`)(
-    pick(NOW.pgParam, 'FOR UPDATE SKIP LOCKED'),
+    postgresPick(NOW.pgParam),
   ),
 };
 
@@ -138,6 +145,7 @@ export async function claimManyIn(
 ): Promise<Lease[]> {
   let rows: Row[];
   if (now !== null) {
+    if (dialect === 'sqlite') await quarantineOnce(trx, now);
     const statement = CLAIM[dialect];
     rows = rowsOf(await trx.raw(statement.sql, statement.bind({ owner, leaseMs, max, now })));
   } else if (dialect === 'postgres') {

@@ -168,6 +168,7 @@ describe("the queue store's write path", () => {
       expect(seen).toEqual([
         'BEGIN IMMEDIATE',
         'UPDATE queue_jobs',
+        'UPDATE queue_jobs',
         'COMMIT',
         'BEGIN IMMEDIATE',
         'UPDATE queue_jobs',

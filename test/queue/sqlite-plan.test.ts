@@ -1,6 +1,6 @@
 // The claim's row pick walks the partial indexes and stops after the rows it needs: it never
 // reads and sorts every pending job, so a claim costs the same with ten jobs or ten thousand; the
-// claim statement around it reaches rows by seq and its quarantine through the partial indexes.
+// claim statement around it reaches rows by seq.
 // The batched finish reads only its own jobs' rows, by id.
 import { expect, test } from 'vitest';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ test('the claim pick uses queue_jobs_pending and queue_jobs_leased without a sor
   }
 });
 
-test('the claim statement reaches its rows by seq, and finds quarantinable ones through the deadline and lease indexes', async () => {
+test('the claim statement reaches its rows by seq, and reads queue_jobs through indexes only', async () => {
   const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-plan-'), 'q.sqlite') });
   try {
     const claim = claimStatement('sqlite');
@@ -41,7 +41,6 @@ test('the claim statement reaches its rows by seq, and finds quarantinable ones 
     const lines = rows.map((r) => r.detail);
     const plan = lines.join('\n');
     expect(lines[0], plan).toMatch(/SEARCH queue_jobs USING INTEGER PRIMARY KEY \(rowid=\?\)/);
-    expect(plan).toMatch(/SEARCH queue_jobs USING INDEX queue_jobs_deadline/);
     // No walk over the whole table: every access to queue_jobs goes through an index.
     expect(
       lines.filter((l) => /SCAN queue_jobs(?! USING)/.test(l)),
