@@ -29,6 +29,15 @@ function waitersOn(store: QueueStore, repollMs = 60_000): ClaimWaiters {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Until `n` claims are waiting: each waits once its first look found nothing, which on a loaded
+ * machine takes a while. Returns the count seen, for the caller to assert.
+ */
+async function waiting(waiters: ClaimWaiters, n: number): Promise<number> {
+  for (const until = Date.now() + 10_000; waiters.waiting < n && Date.now() < until;) await sleep(5);
+  return waiters.waiting;
+}
+
 describe('long-poll claims', () => {
   test('claims waiting beyond maxWaiters are 503 too_many_waiters at once; a claim that does not wait is never refused', async () => {
     const store = await sqliteStore();
@@ -36,9 +45,7 @@ describe('long-poll claims', () => {
     closers.push(() => waiters.close());
     const first = waiters.claim('w1', 5_000, 1, 20_000);
     const second = waiters.claim('w2', 5_000, 1, 20_000);
-    // Both are waiting once their first look found nothing; on a loaded machine that takes a while.
-    for (const until = Date.now() + 10_000; waiters.waiting < 2 && Date.now() < until;) await sleep(10);
-    expect(waiters.waiting).toBe(2);
+    expect(await waiting(waiters, 2)).toBe(2);
     const refused = await waiters.claim('w3', 5_000, 1, 20_000).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(QueueError);
     expect(refused).toMatchObject({ code: 'too_many_waiters', status: 503, details: { maxWaiters: 2 } });
@@ -50,8 +57,7 @@ describe('long-poll claims', () => {
     expect((await first).map((l) => [l.id, l.owner])).toEqual([['one', 'w1']]);
     // A place is free again.
     const third = waiters.claim('w3', 5_000, 1, 20_000);
-    await sleep(50);
-    expect(waiters.waiting).toBe(2);
+    expect(await waiting(waiters, 2)).toBe(2);
     await store.enqueue(newJobInput({ id: 'two' }));
     await store.enqueue(newJobInput({ id: 'three' }));
     expect((await second).map((l) => l.owner)).toEqual(['w2']);
@@ -62,11 +68,10 @@ describe('long-poll claims', () => {
     const store = await sqliteStore();
     const waiters = waitersOn(store);
     const started = performance.now();
-    const waiting = waiters.claim('w1', 5_000, 1, 20_000);
-    await sleep(50);
-    expect(waiters.waiting, 'claimers waiting before the enqueue').toBe(1);
+    const claim = waiters.claim('w1', 5_000, 1, 20_000);
+    expect(await waiting(waiters, 1), 'claimers waiting before the enqueue').toBe(1);
     await store.enqueue(newJobInput({ id: 'fresh' }));
-    const leases = await waiting;
+    const leases = await claim;
     const ms = performance.now() - started;
     expect(leases.map((l) => [l.id, l.owner, l.token])).toEqual([['fresh', 'w1', 1]]);
     // The re-poll is a minute away: only the enqueue's signal can have woken the claim.
@@ -77,9 +82,9 @@ describe('long-poll claims', () => {
     const store = await sqliteStore();
     const waiters = waitersOn(store);
     const first = waiters.claim('first', 5_000, 1, 20_000);
-    await sleep(10);
+    expect(await waiting(waiters, 1)).toBe(1);
     const second = waiters.claim('second', 5_000, 1, 20_000);
-    await sleep(10);
+    expect(await waiting(waiters, 2)).toBe(2);
     await store.enqueue(newJobInput({ id: 'one' }));
     expect((await first).map((l) => l.id)).toEqual(['one']);
     expect(waiters.waiting).toBe(1);
@@ -90,10 +95,10 @@ describe('long-poll claims', () => {
   test('with max, a waiter takes what is there up to max', async () => {
     const store = await sqliteStore();
     const waiters = waitersOn(store);
-    const waiting = waiters.claim('w1', 5_000, 3, 20_000);
-    await sleep(10);
+    const claim = waiters.claim('w1', 5_000, 3, 20_000);
+    expect(await waiting(waiters, 1)).toBe(1);
     await Promise.all([1, 2, 3, 4].map((i) => store.enqueue(newJobInput({ id: `b-${i}` }))));
-    const leases = await waiting;
+    const leases = await claim;
     expect(leases.length, 'leases in the answer').toBeGreaterThanOrEqual(1);
     expect(leases.length).toBeLessThanOrEqual(3);
   });
@@ -104,11 +109,11 @@ describe('long-poll claims', () => {
     expect(await waiters.claim('w1', 5_000, 1, 100)).toEqual([]);
     const controller = new AbortController();
     const aborted = waiters.claim('w2', 5_000, 1, 20_000, controller.signal);
-    await sleep(10);
+    expect(await waiting(waiters, 1)).toBe(1);
     controller.abort();
     expect(await aborted).toEqual([]);
     const closing = waiters.claim('w3', 5_000, 1, 20_000);
-    await sleep(10);
+    expect(await waiting(waiters, 1)).toBe(1);
     waiters.close();
     expect(await closing).toEqual([]);
     expect(waiters.waiting).toBe(0);
@@ -121,11 +126,10 @@ describe('long-poll claims', () => {
     const store = await sqliteStore(clock);
     const waiters = waitersOn(store, 20);
     await store.enqueue(newJobInput({ id: 'later', runAt: clock.now() + 1_000 }));
-    const waiting = waiters.claim('w1', 5_000, 1, 20_000);
-    await sleep(50);
-    expect(waiters.waiting).toBe(1);
+    const claim = waiters.claim('w1', 5_000, 1, 20_000);
+    expect(await waiting(waiters, 1)).toBe(1);
     clock.advance(1_000);
-    expect((await waiting).map((l) => l.id)).toEqual(['later']);
+    expect((await claim).map((l) => l.id)).toEqual(['later']);
   });
 
   test('PostgreSQL: an enqueue through another store (another process) wakes the waiter', async () => {
@@ -135,9 +139,9 @@ describe('long-poll claims', () => {
     const b = await openPostgresQueueStore({ connectionString: url });
     closers.push(() => b.close());
     const waiters = waitersOn(a);
-    const waiting = waiters.claim('w1', 5_000, 1, 20_000);
-    await sleep(50);
+    const claim = waiters.claim('w1', 5_000, 1, 20_000);
+    expect(await waiting(waiters, 1)).toBe(1);
     await b.enqueue(newJobInput({ id: 'remote' }));
-    expect((await waiting).map((l) => l.id)).toEqual(['remote']);
+    expect((await claim).map((l) => l.id)).toEqual(['remote']);
   });
 });
