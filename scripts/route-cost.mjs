@@ -259,11 +259,14 @@ const names = Object.keys(totals[0]);
 const width = Math.max(...names.map((name) => name.length));
 const labels = builds.map((dir) => dir.replace(`${process.cwd()}/`, ''));
 console.log(
-  `CPU µs per request (median of ${ROUNDS} rounds, ${N} requests each, ${CONCURRENCY} at a time, log level ${LOG_LEVEL})`,
+  `CPU µs per request, median (least) of ${ROUNDS} rounds, ${N} requests each, ${CONCURRENCY} at a time, log level ${LOG_LEVEL}`,
 );
-console.log(`${''.padEnd(width)}  ${labels.map((label) => label.padStart(14)).join('  ')}`);
+console.log(`${''.padEnd(width)}  ${labels.map((label) => label.padStart(20)).join('  ')}`);
 for (const name of names) {
-  const cells = totals.map((rows) => median(rows[name]));
-  const change = cells.length > 1 ? `  ${(((cells.at(-1) - cells[0]) / cells[0]) * 100).toFixed(0).padStart(4)}%` : '';
-  console.log(`${name.padEnd(width)}  ${cells.map((us) => us.toFixed(0).padStart(14)).join('  ')}${change}`);
+  const medians = totals.map((rows) => median(rows[name]));
+  const least = totals.map((rows) => Math.min(...rows[name]));
+  const cells = medians.map((us, k) => `${us.toFixed(0)} (${least[k].toFixed(0)})`.padStart(20));
+  const change = (values) => `${(((values.at(-1) - values[0]) / values[0]) * 100).toFixed(0)}%`;
+  const changes = builds.length > 1 ? `  ${change(medians).padStart(5)} (${change(least)})` : '';
+  console.log(`${name.padEnd(width)}  ${cells.join('  ')}${changes}`);
 }
