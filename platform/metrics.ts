@@ -19,27 +19,10 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export const NO_ROUTE = '(none)';
 
 /**
- * Counts every request by method, route pattern and status, and times it. The route is the
- * pattern (`/jobs/:id/finish`), never the path, so job ids do not make a series each. A caller
- * that hangs up before the answer is counted with status `closed`.
+ * The two request series (count by method, route pattern and status; latency by method and
+ * route pattern), and how one request is counted in them: once, when answered or closed. The
+ * route is the pattern (`/jobs/:id/finish`), never the path, so job ids do not make a series each.
  */
-export function requestMetrics(registry: Registry): RequestHandler {
-  const count = requestSeries(registry);
-  return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    let counted = false;
-    const once = () => {
-      if (counted) return;
-      counted = true;
-      count(req, res, started);
-    };
-    res.on('finish', once);
-    res.on('close', once);
-    next();
-  };
-}
-
-/** The two series of requestMetrics, and how one request is counted in them: once, when answered or closed. */
 export function requestSeries(registry: Registry): (req: Request, res: Response, started: bigint) => void {
   const requests = new Counter({
     name: 'leasehold_http_requests_total',

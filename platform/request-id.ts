@@ -3,7 +3,7 @@
 // Calls a service makes to another while handling a request pass the id on (exchange.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { pino, type Logger } from 'pino';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
@@ -28,14 +28,9 @@ export function acceptedRequestId(value: string | undefined): string | undefined
 }
 
 /**
- * The first middleware: the caller's X-Request-Id when usable, else a new UUID, set on the
- * answer and current for everything that handles the request.
+ * The request id of one request: the caller's X-Request-Id when usable, else a new UUID, set on
+ * the answer and current while `next` runs (platform/request-edge.ts calls it first).
  */
-export function requestIds(): RequestHandler {
-  return runWithRequestId;
-}
-
-/** requestIds' work for one request: the id set on the answer, and current while `next` runs. */
 export function runWithRequestId(req: Request, res: Response, next: NextFunction): void {
   const sent = req.headers['x-request-id'];
   const id = (typeof sent === 'string' ? acceptedRequestId(sent) : undefined) ?? randomUUID();
