@@ -8,7 +8,7 @@ import { GatewayError } from '../gateway/client.js';
 import type { Lease } from '../queue/types.js';
 import type { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
-import type { FinishCoalescer } from './finish-batch.js';
+import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
@@ -37,6 +37,12 @@ export interface RunLeaseDeps {
 
 /** A failure is kept as `lastError` by the queue; a bounded one always fits its limit. */
 const MAX_ERROR_CHARS = 4_096;
+/**
+ * The largest result a finish carries: the queue's body limit less room for the rest of the
+ * request (owner, token, next). A larger one would be refused (413) on every attempt, so the
+ * job fails at once instead, saying why.
+ */
+const MAX_RESULT_BYTES = QUEUE_BODY_LIMIT_BYTES - 2_048;
 
 type Handled = { kind: 'returned'; result: unknown } | { kind: 'threw'; error: unknown } | { kind: 'grace_over' };
 
@@ -73,20 +79,26 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   if (keeper.lost) return none({ status: 'lost', lease, error: keeper.lost });
   // Serialized once, to check it is JSON; its size then places the finish in a batch.
   const resultBytes = handled.kind === 'returned' ? jsonBytes(handled.result) : undefined;
+  const output = generation.used ? generationPath(lease.id, lease.token) : undefined;
+  // The result's bytes, and with an output at most `{"value":` `,"output":"…"` `}` around them.
+  const recordedBytes =
+    resultBytes === undefined || output === undefined
+      ? resultBytes
+      : resultBytes + Buffer.byteLength(JSON.stringify(output)) + 20;
   const failure =
     handled.kind === 'threw'
       ? errorMessage(handled.error)
-      : resultBytes === undefined
+      : recordedBytes === undefined
         ? 'the handler returned a value that is not JSON'
-        : undefined;
+        : recordedBytes > MAX_RESULT_BYTES
+          ? `the handler returned a result of ${recordedBytes} bytes as JSON; a finish carries at most ${MAX_RESULT_BYTES} (the queue takes ${QUEUE_BODY_LIMIT_BYTES} bytes per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
+          : undefined;
   if (failure !== undefined) return none(await failJob(keeper, deps, failure.slice(0, MAX_ERROR_CHARS)));
   await deps.options.hooks.beforeFinish?.(lease);
   const result = handled.kind === 'returned' ? handled.result : undefined;
-  if (!generation.used) return finishJob(keeper, deps, result, resultBytes ?? 0, deps.wantNext?.() ?? false);
-  const output = generationPath(lease.id, lease.token);
-  // The result's bytes, and at most `{"value":` `,"output":"…"` `}` around them.
-  const recordedBytes = (resultBytes ?? 0) + Buffer.byteLength(JSON.stringify(output)) + 20;
-  return finishJob(keeper, deps, resultWithOutput(result, output), recordedBytes, deps.wantNext?.() ?? false);
+  const wantNext = deps.wantNext?.() ?? false;
+  if (output === undefined) return finishJob(keeper, deps, result, recordedBytes ?? 0, wantNext);
+  return finishJob(keeper, deps, resultWithOutput(result, output), recordedBytes ?? 0, wantNext);
 }
 
 /** The handler's end, or the end of the grace time after a stop, whichever comes first. */

@@ -8,6 +8,21 @@ import { describe, expect, test } from 'vitest';
 import { cleanupOrphans, LeaseLostError, type JobContext } from '../../worker/index.js';
 import { eventually, setup } from './setup.js';
 
+describe('a result too large for the queue', () => {
+  test('fails the job at once, saying so, and no finish is sent', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'huge', qty: 1 });
+    const { worker, events } = s.worker();
+
+    const outcome = await worker.process((await worker.claim())!, () => 'x'.repeat(1024 * 1024));
+
+    expect(outcome).toMatchObject({ status: 'failed', job: { status: 'pending', attempts: 1 } });
+    const job = await s.client.get('huge');
+    expect(job?.lastError).toMatch(/^the handler returned a result of 1048578 bytes as JSON; a finish carries at most/);
+    expect(events.map((e) => e.event)).not.toContain('call_failed');
+  });
+});
+
 describe('ctx.outputDir()', () => {
   test("is the lease's own folder, made on first use; the finish records it as the job's output", async () => {
     const s = await setup();
