@@ -9,9 +9,9 @@ import { integerAtLeast, leaseholdCommand } from '../platform/flags.js';
 import {
   MIN_LEASE_MS,
   runWorker,
+  stallHooks,
   type Handler,
   type SendOutcome,
-  type StalledEvent,
   type WorkerLine,
 } from '../worker/index.js';
 
@@ -87,33 +87,13 @@ async function runDemoWorker(flags: DemoWorkerFlags): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  // Each lease's ordinal among this worker's claims, so a stall finds its job.
-  let claims = 0;
-  const ordinals = new Map<string, number>();
-  const leaseKey = (lease: { id: string; token: number }) => `${lease.token}:${lease.id}`;
-  // One pause per lease and stage: the job's two sends wait in the same one.
-  const pauses = new Map<string, Promise<void>>();
-  const stall = (before: 'send' | 'finish', wanted: number[]) => async (lease: { id: string; token: number }) => {
-    if (!wanted.includes(ordinals.get(leaseKey(lease)) ?? 0)) return;
-    const id = `${before}:${leaseKey(lease)}`;
-    const running = pauses.get(id);
-    if (running) return running;
-    // The pause starts before it is announced: whoever freezes this process on seeing the line
-    // freezes it inside the pause, whose end is then already due when the process resumes.
-    const pause = sleep(flags.stallMs);
-    pauses.set(id, pause);
-    const stalled: StalledEvent = {
-      t: Date.now(),
-      worker: flags.name,
-      event: 'stalled',
-      job: lease.id,
-      token: lease.token,
-      before,
-      ms: flags.stallMs,
-    };
-    print(stalled);
-    return pause;
-  };
+  const stalls = stallHooks({
+    name: flags.name,
+    stallMs: flags.stallMs,
+    beforeSend: flags.stallBeforeSend,
+    beforeFinish: flags.stallBeforeFinish,
+    announce: print,
+  });
 
   try {
     await runWorker({
@@ -125,16 +105,10 @@ async function runDemoWorker(flags: DemoWorkerFlags): Promise<void> {
       pollMs: flags.pollMs,
       graceMs: flags.graceMs,
       ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
-      hooks: {
-        beforeSend: stall('send', flags.stallBeforeSend),
-        beforeFinish: stall('finish', flags.stallBeforeFinish),
-      },
+      hooks: stalls.hooks,
       handler: twoEffects(flags.workMs, flags.outputRoot !== undefined),
       onEvent: (event) => {
-        if (event.event === 'claimed') {
-          claims += 1;
-          ordinals.set(leaseKey({ id: event.job, token: event.token }), claims);
-        }
+        stalls.observe(event);
         print(event);
       },
       signal: stop.signal,

@@ -34,6 +34,7 @@ export {
   type Refusal,
 } from './rules.js';
 export { cleanupOrphans, outputDir, type Cleanup } from './outputs.js';
+export { stallHooks, type StallOptions, type Stalls } from './stalls.js';
 export { FRESH_CONNECTION_MS, FreshAgent, type FreshAgentOptions } from './connections.js';
 export type {
   ExitingEvent,

@@ -16,8 +16,9 @@ import {
 import { createLogger } from '../platform/logger.js';
 import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
 import { eventLines } from './event-lines.js';
-import type { ExitingEvent, StalledEvent } from './events.js';
-import type { Handler, WorkerHooks } from './types.js';
+import type { ExitingEvent } from './events.js';
+import { stallHooks } from './stalls.js';
+import type { Handler } from './types.js';
 import { runWorker } from './worker.js';
 
 interface WorkerFlags {
@@ -193,32 +194,13 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  // Each lease's ordinal among this worker's claims, so a stall finds its job whatever else runs.
-  let claims = 0;
-  const ordinals = new Map<string, number>();
-  const leaseKey = (lease: { id: string; token: number }) => `${lease.token}:${lease.id}`;
-  const stall = (before: 'send' | 'finish', wanted: number[]) => async (lease: { id: string; token: number }) => {
-    if (!wanted.includes(ordinals.get(leaseKey(lease)) ?? 0)) return;
-    // The pause starts before it is announced: whoever freezes this process on seeing the line
-    // freezes it inside the pause, whose end is then already due when the process resumes.
-    // Deliberately not abortable: it models a step the worker cannot interrupt.
-    const pause = sleep(flags.stallMs);
-    const stalled: StalledEvent = {
-      t: Date.now(),
-      worker: flags.name,
-      event: 'stalled',
-      job: lease.id,
-      token: lease.token,
-      before,
-      ms: flags.stallMs,
-    };
-    lines.printNow(stalled);
-    await pause;
-  };
-  const hooks: WorkerHooks = {
-    beforeSend: stall('send', flags.stallBeforeSend),
-    beforeFinish: stall('finish', flags.stallBeforeFinish),
-  };
+  const stalls = stallHooks({
+    name: flags.name,
+    stallMs: flags.stallMs,
+    beforeSend: flags.stallBeforeSend,
+    beforeFinish: flags.stallBeforeFinish,
+    announce: (line) => lines.printNow(line),
+  });
 
   try {
     await runWorker({
@@ -232,24 +214,18 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       pollMs: flags.pollMs,
       graceMs: flags.graceMs,
       ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
-      hooks,
+      hooks: stalls.hooks,
       handler: sendQtyHandler(flags.workMs, flags.outputRoot !== undefined),
       onEvent: (event) => {
-        if (event.event === 'claimed') {
-          claims += 1;
-          running += 1;
-          ordinals.set(leaseKey({ id: event.job, token: event.token }), claims);
-        }
+        stalls.observe(event);
+        if (event.event === 'claimed') running += 1;
         if (
           event.event === 'finished' ||
           event.event === 'failed' ||
           event.event === 'lost' ||
           event.event === 'released'
-        ) {
+        )
           running -= 1;
-          // No stall is asked for after a job's end: its ordinal is not kept for ever.
-          ordinals.delete(leaseKey({ id: event.job, token: event.token }));
-        }
         lines.print(event);
       },
       signal: stop.signal,
