@@ -66,6 +66,7 @@ export class Director {
         // The worker sends each of its effects at once: every one of them must be refused.
         if (e.op === 'send' && e.code === 'stale_lease') freeze.refusedSends = (freeze.refusedSends ?? 0) + 1;
       }
+      if (e.event === 'send_failed' && freeze.before === 'send') (freeze.failedSends ??= []).push(e.code);
       if (e.event === 'lost') freeze.lostReported = true;
     }
   }

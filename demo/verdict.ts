@@ -23,6 +23,8 @@ export interface Freeze {
   refusal?: { op: string; status: number; code: string; reason?: string };
   /** How many of its stale sends were refused `409 stale_lease`: one per effect it sends. */
   refusedSends?: number;
+  /** Its stale sends that ended otherwise (cut, unreachable): each named by its code. */
+  failedSends?: string[];
   /** Set when the worker reported the lease lost for this job after it was resumed. */
   lostReported?: boolean;
   /** Set when nobody took the job over (the freeze missed its stall) and the demo resumed it anyway. */
@@ -219,6 +221,9 @@ function staleSendChecks(freeze: Freeze | undefined, final: FinalState): Check[]
   // One send per downstream, both on their way before the freeze: each must be refused.
   const sends = final.mailer ? 2 : 1;
   const refused = freeze.refusedSends ?? 0;
+  const failed = freeze.failedSends?.length
+    ? `; ${freeze.failedSends.length} failed (${freeze.failedSends.join(', ')})`
+    : '';
   const as = freeze.refusal
     ? `${freeze.refusal.status} ${freeze.refusal.code}${freeze.refusal.reason ? ` (${freeze.refusal.reason})` : ''}`
     : 'no refusal reported';
@@ -226,7 +231,7 @@ function staleSendChecks(freeze: Freeze | undefined, final: FinalState): Check[]
     {
       label: `stale sends refused (${freeze.worker}, ${freeze.job}, token ${freeze.token})`,
       expected: sends === 1 ? '409 stale_lease' : `${sends} × 409 stale_lease`,
-      actual: sends === 1 || refused === 0 ? as : `${refused} × ${as}`,
+      actual: `${sends === 1 || refused === 0 ? as : `${refused} × ${as}`}${failed}`,
       ok: freeze.refusal?.status === 409 && freeze.refusal.code === 'stale_lease' && refused === sends,
     },
     notSeenBy('receiver', final.journal, freeze),
