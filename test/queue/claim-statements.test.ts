@@ -75,6 +75,25 @@ describe('statements per claim', () => {
     expect(next?.id).toBe('b');
   });
 
+  test('SQLite: no statement of a claim binds a bare LIMIT, which SQLite prepares again at every binding', async () => {
+    const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-claim-limit-'), 'q.sqlite') });
+    stores.push(store);
+    for (const id of ['a', 'b', 'c']) await store.enqueue(newJobInput({ id }));
+    const sent: string[] = [];
+    const listener = (q: { sql: string }) => sent.push(q.sql);
+    store.knex.on('query', listener);
+    try {
+      const lease = await store.claim('w1', 60_000);
+      await store.finishAndClaim(lease!.id, lease!, null, undefined);
+      await store.claimMany('w1', 60_000, 2);
+    } finally {
+      store.knex.off('query', listener);
+    }
+    const bare = sent.filter((sql) => /\bLIMIT\s+\?/i.test(sql));
+    expect(bare, `statements with a bare "LIMIT ?" among the ${sent.length} sent`).toEqual([]);
+    expect(sent.filter((sql) => /\bLIMIT\b/i.test(sql)).length).toBeGreaterThan(0);
+  });
+
   test('PostgreSQL: a claim is one statement; a finish-and-claim five; an enqueue NOTIFYs in its insert', async () => {
     // The server's clock, as in production.
     const store = await openPostgresQueueStore({ connectionString: testSchema('lh_cost').url });
