@@ -9,12 +9,16 @@
 //   npm run build && node scripts/route-cost.mjs .bench/before-dist dist [--n 2000] [--rounds 3]
 //     [--concurrency 8] [--log-level silent]
 //
+// Two floors are measured the same way in each round: GET /healthz on bare node:http and on
+// express alone (scripts/route-floor.mjs), what the HTTP stack costs before any of ours.
+//
 // Linux only (schedstat). The figures are medians over the rounds, in µs of CPU per request.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -46,11 +50,34 @@ function cpuNs(pid) {
 }
 
 function startService(build, command, argv) {
-  const child = spawn(
-    process.execPath,
-    [join(build, 'cli', 'leasehold.js'), command, '--port', '0', '--log-level', LOG_LEVEL, ...argv],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
+  return listening(
+    spawn(
+      process.execPath,
+      [join(build, 'cli', 'leasehold.js'), command, '--port', '0', '--log-level', LOG_LEVEL, ...argv],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    ),
+    `leasehold ${command}`,
   );
+}
+
+/** The floors: GET /healthz on bare node:http and on express alone (scripts/route-floor.mjs). */
+const FLOORS = [
+  ['floor: bare node:http GET /healthz', 'http'],
+  ['floor: express alone GET /healthz', 'express'],
+];
+
+function startFloor(kind) {
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'route-floor.mjs');
+  return listening(
+    spawn(process.execPath, [script, kind], { stdio: ['ignore', 'pipe', 'ignore'] }),
+    `route-floor ${kind}`,
+  );
+}
+
+/** Resolves with the child and its URL once it prints "listening on <url>". */
+function listening(child, name) {
   return new Promise((done, fail) => {
     let out = '';
     child.stdout.on('data', (chunk) => {
@@ -58,7 +85,7 @@ function startService(build, command, argv) {
       const match = /listening on (http:\/\/\S+)/.exec(out);
       if (match) done({ child, url: new URL(match[1].replace(/\/$/, '')) });
     });
-    child.on('exit', (code) => fail(new Error(`leasehold ${command} exited (${code}) before listening`)));
+    child.on('exit', (code) => fail(new Error(`${name} exited (${code}) before listening`)));
   });
 }
 
@@ -209,7 +236,19 @@ const PHASES = [
 const CHUNKS = 10;
 
 const totals = builds.map(() => ({}));
+const floors = {};
 for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, kind] of FLOORS) {
+    const floor = await startFloor(kind);
+    try {
+      for (let i = 0; i < 300; i++) await send(floor.url, 'GET', '/healthz');
+      const [ns] = await chunk([floor.child.pid], 0, N, () => send(floor.url, 'GET', '/healthz'), [200], []);
+      (floors[name] ??= []).push(ns / 1000 / N);
+    } finally {
+      floor.child.kill('SIGTERM');
+      await new Promise((done) => (floor.child.exitCode !== null ? done() : floor.child.once('exit', done)));
+    }
+  }
   const systems = [];
   try {
     for (const build of builds) systems.push(await startSystem(build));
@@ -269,4 +308,9 @@ for (const name of names) {
   const change = (values) => `${(((values.at(-1) - values[0]) / values[0]) * 100).toFixed(0)}%`;
   const changes = builds.length > 1 ? `  ${change(medians).padStart(5)} (${change(least)})` : '';
   console.log(`${name.padEnd(width)}  ${cells.join('  ')}${changes}`);
+}
+for (const [name, values] of Object.entries(floors)) {
+  console.log(
+    `${name.padEnd(width)}  ${`${median(values).toFixed(0)} (${Math.min(...values).toFixed(0)})`.padStart(20)}`,
+  );
 }
