@@ -17,6 +17,7 @@ const TEST_LAYERS = {
     'test/platform/test-layers.test.ts',
     'test/demo/timeline-*.test.ts',
     'test/testing/clock.test.ts',
+    'test/worker/stalls.test.ts',
   ],
   // Stores on real SQLite files and PostgreSQL schemas.
   db: [

@@ -38,18 +38,23 @@ export function stallHooks(options: StallOptions): Stalls {
       if (running) return running;
       // The pause starts before it is announced: whoever freezes this process on seeing the line
       // freezes it inside the pause, whose end is then already due when the process resumes.
+      // It is announced once the handler's code of this turn has run, so every send the handler
+      // started with this one is waiting in the pause too: announced at once, a freeze could land
+      // between two sends, and the second would find the lease lost on waking and never be sent.
       // Deliberately not abortable: it models a step the worker cannot interrupt.
       const pause = sleep(options.stallMs);
       pauses.set(id, pause);
-      options.announce({
-        t: Date.now(),
-        worker: options.name,
-        event: 'stalled',
-        job: lease.id,
-        token: lease.token,
-        before,
-        ms: options.stallMs,
-      });
+      setImmediate(() =>
+        options.announce({
+          t: Date.now(),
+          worker: options.name,
+          event: 'stalled',
+          job: lease.id,
+          token: lease.token,
+          before,
+          ms: options.stallMs,
+        }),
+      );
       return pause;
     };
   return {
