@@ -15,9 +15,6 @@ import {
   type WorkerLine,
 } from '../worker/index.js';
 
-/** How long a lost lease's sends on their way may take to be answered before the handler is aborted. */
-const DEMO_SEND_GRACE_MS = 30_000;
-
 /** The mailer's name at the gateway, and the key of the e-mail effect. */
 export const MAILER = 'mailer';
 export const EMAIL_KEY = 'email';
@@ -107,10 +104,6 @@ async function runDemoWorker(flags: DemoWorkerFlags): Promise<void> {
       leaseMs: flags.leaseMs,
       pollMs: flags.pollMs,
       graceMs: flags.graceMs,
-      // A stale holder's sends are on their way when it learns of its loss; the demo lets each
-      // one be answered, however loaded the machine, so every refusal is shown (the default
-      // grace would cut a slow answer after a second).
-      sendGraceMs: DEMO_SEND_GRACE_MS,
       ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
       hooks: stalls.hooks,
       handler: twoEffects(flags.workMs, flags.outputRoot !== undefined),
