@@ -295,7 +295,7 @@ const median = (values) => {
   return sorted[Math.floor(sorted.length / 2)];
 };
 const names = Object.keys(totals[0]);
-const width = Math.max(...names.map((name) => name.length));
+const width = Math.max(...[...names, ...Object.keys(floors)].map((name) => name.length));
 const labels = builds.map((dir) => dir.replace(`${process.cwd()}/`, ''));
 console.log(
   `CPU µs per request, median (least) of ${ROUNDS} rounds, ${N} requests each, ${CONCURRENCY} at a time, log level ${LOG_LEVEL}`,

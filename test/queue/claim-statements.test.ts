@@ -38,10 +38,14 @@ async function pgStatements(work: () => Promise<unknown>): Promise<string[]> {
   return sent;
 }
 
-/** Every statement SQLite receives while `work` runs, by its first two words. */
-async function sqliteStatements(store: KnexQueueStore, work: () => Promise<unknown>): Promise<string[]> {
+/** Every statement SQLite receives while `work` runs, by its first two words (or as `shown`). */
+async function sqliteStatements(
+  store: KnexQueueStore,
+  work: () => Promise<unknown>,
+  shown: (sql: string) => string = firstWords,
+): Promise<string[]> {
   const sent: string[] = [];
-  const listener = (q: { sql: string }) => sent.push(firstWords(q.sql));
+  const listener = (q: { sql: string }) => sent.push(shown(q.sql));
   store.knex.on('query', listener);
   try {
     await work();
@@ -79,16 +83,15 @@ describe('statements per claim', () => {
     const store = await openSqliteQueueStore({ filename: join(tempDir('leasehold-claim-limit-'), 'q.sqlite') });
     stores.push(store);
     for (const id of ['a', 'b', 'c']) await store.enqueue(newJobInput({ id }));
-    const sent: string[] = [];
-    const listener = (q: { sql: string }) => sent.push(q.sql);
-    store.knex.on('query', listener);
-    try {
-      const lease = await store.claim('w1', 60_000);
-      await store.finishAndClaim(lease!.id, lease!, null, undefined);
-      await store.claimMany('w1', 60_000, 2);
-    } finally {
-      store.knex.off('query', listener);
-    }
+    const sent = await sqliteStatements(
+      store,
+      async () => {
+        const lease = await store.claim('w1', 60_000);
+        await store.finishAndClaim(lease!.id, lease!, null, undefined);
+        await store.claimMany('w1', 60_000, 2);
+      },
+      (sql) => sql,
+    );
     const bare = sent.filter((sql) => /\bLIMIT\s+\?/i.test(sql));
     expect(bare, `statements with a bare "LIMIT ?" among the ${sent.length} sent`).toEqual([]);
     expect(sent.filter((sql) => /\bLIMIT\b/i.test(sql)).length).toBeGreaterThan(0);
