@@ -1,6 +1,7 @@
 // The gateway's HTTP adapter: parse `POST /send` with its schema, run the send, render JSON.
 // Routes throw GatewayError; one error handler renders every failure the same way.
 import type { Express } from 'express';
+import type { Logger } from 'pino';
 import {
   callerGone,
   edgeFailureOf,
@@ -20,8 +21,8 @@ import { createForwarder } from './forwarder.js';
 import { gatewayMetrics } from './metrics.js';
 import { gatewayOpenApi } from './openapi.js';
 import { resolveGatewayOptions, type GatewayOptions } from './options.js';
-import { sendBody } from './schemas.js';
-import { createSend } from './send.js';
+import { sendBody, sendsBody } from './schemas.js';
+import { createSend, type SendResult } from './send.js';
 import { DEFAULT_DOWNSTREAM, type SendRequest } from './types.js';
 import { CoalescingVerifier } from './verifier.js';
 
@@ -71,11 +72,13 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     res.json({ ok: true });
   });
 
-  app.post('/send', json, async (req, res) => {
-    const body = parseWith(sendBody, req.body, 'request body', GatewayError.fromEdge);
+  /**
+   * One send, counted and logged as the gateway's answer to it: the outcome, the GatewayError it
+   * was refused with (anything else is `internal`, logged as unexpected), or `abandoned` when its
+   * caller hung up. Both routes answer from it; `POST /send` throws the error to the renderer.
+   */
+  const sendOne = async (request: SendRequest, signal: AbortSignal): Promise<Judged> => {
     const started = performance.now();
-    const caller = callerGone(res);
-    const request: SendRequest = body;
     const base = { jobId: request.jobId, owner: request.owner, token: request.token };
     // Counted by downstream only when it names one the gateway has: a caller cannot add series at will.
     const downstream = downstreams.has(request.to ?? DEFAULT_DOWNSTREAM)
@@ -86,19 +89,17 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
       ...(request.key !== undefined ? { key: request.key } : {}),
     };
     try {
-      const result = await send(request, caller.signal);
+      const result = await send(request, signal);
       const ms = elapsed(started);
       sends.sent(result.outcome, result.attempts, downstream);
       logger.info({ ...base, ...where, outcome: result.outcome, attempts: result.attempts, ms }, 'forwarded');
-      res.set('Leasehold-Attempts', String(result.attempts));
-      if (result.outcome === 'duplicate') res.set('Idempotent-Replayed', 'true');
-      res.status(200).json({ outcome: result.outcome, effect: result.effect });
+      return { kind: 'sent', result };
     } catch (err) {
       const ms = elapsed(started);
-      if (caller.signal.aborted) {
+      if (signal.aborted) {
         sends.sent('abandoned', 0, downstream);
         logger.info({ ...base, ...where, ms }, 'send abandoned: the caller closed the connection');
-        return;
+        return { kind: 'abandoned' };
       }
       if (err instanceof GatewayError) {
         const { reason, attempts = 0 } = err.details;
@@ -115,7 +116,35 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
         if (err.status >= 500) logger.warn(entry, err.message);
         else logger.info(entry, 'refused');
       } else sends.sent('internal', 0, downstream);
-      throw err;
+      return { kind: 'refused', err };
+    }
+  };
+
+  app.post('/send', json, async (req, res) => {
+    const body = parseWith(sendBody, req.body, 'request body', GatewayError.fromEdge);
+    const caller = callerGone(res);
+    try {
+      const judged = await sendOne(body, caller.signal);
+      if (judged.kind === 'abandoned') return;
+      if (judged.kind === 'refused') throw judged.err;
+      const { result } = judged;
+      res.set('Leasehold-Attempts', String(result.attempts));
+      if (result.outcome === 'duplicate') res.set('Idempotent-Replayed', 'true');
+      res.status(200).json({ outcome: result.outcome, effect: result.effect });
+    } finally {
+      caller.done();
+    }
+  });
+
+  // Several sends in one request, each judged as its own POST /send would be, all at once: their
+  // lease checks and forwards share requests. One answer per send, its status inside it.
+  app.post('/sends', json, async (req, res) => {
+    const body = parseWith(sendsBody, req.body, 'request body', GatewayError.fromEdge);
+    const caller = callerGone(res);
+    try {
+      const judged = await Promise.all(body.sends.map((request) => sendOne(request, caller.signal)));
+      if (caller.signal.aborted) return;
+      res.json({ results: judged.map((one) => sendResult(one, logger)) });
     } finally {
       caller.done();
     }
@@ -132,7 +161,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     unknownRoute(
       GatewayError.fromEdge,
       'gateway',
-      'it serves POST /send, GET /healthz, GET /metrics and GET /openapi.json',
+      'it serves POST /send, POST /sends, GET /healthz, GET /metrics and GET /openapi.json',
     ),
   );
   app.use(errorRenderer(toGatewayError, logger));
@@ -143,6 +172,24 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
       for (const { forwarder } of downstreams.values()) forwarder.close();
     },
   });
+}
+
+/** How one send ended, as the routes answer it. */
+type Judged = { kind: 'sent'; result: SendResult } | { kind: 'refused'; err: unknown } | { kind: 'abandoned' };
+
+/** One entry of `POST /sends`'s answer: the status and body `POST /send` would have answered. */
+function sendResult(judged: Judged, logger: Logger) {
+  // Only a hung-up caller abandons a send, and its request is answered nothing.
+  if (judged.kind === 'abandoned') throw new Error('an abandoned send has no answer');
+  if (judged.kind === 'sent') {
+    const { outcome, effect, attempts } = judged.result;
+    return { status: 200, attempts, body: { outcome, effect } };
+  }
+  const error = toGatewayError(judged.err);
+  // As the error renderer does for a single send: an error the gateway did not expect is logged.
+  if (error !== judged.err) logger.error({ err: judged.err, code: error.code, path: '/sends' }, 'unexpected error');
+  const attempts = Number(error.details.attempts ?? 0);
+  return { status: error.status, attempts, body: error.toJSON() };
 }
 
 function elapsed(started: number): number {

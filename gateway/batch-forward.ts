@@ -9,6 +9,7 @@ import { currentRequestId, withRequestId } from '../platform/request-id.js';
 import { MAX_BATCH_REQUEST_ID_CHARS } from './verifier.js';
 import type { BadBatch, ForwardedEffect, ForwardResult } from './forwarder.js';
 import { errorCodeOf } from './rules.js';
+import { sameTurn } from '../platform/same-turn.js';
 
 /** The most effects one batch carries: the receiver's limit. */
 export const MAX_BATCH_EFFECTS = 100;
@@ -94,6 +95,8 @@ export class BatchQueue {
   private async drain(): Promise<void> {
     this.inFlight = true;
     try {
+      // The effects made ready in this turn go together: those one batch of lease checks released.
+      await sameTurn();
       while (this.waiting.length > 0) {
         const target = this.sender.batchUrl();
         if (target === undefined) {

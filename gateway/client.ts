@@ -34,6 +34,28 @@ export class GatewayClient extends JsonPeer<GatewayError> {
   async send(input: SendRequest, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
     return this.answer<SendOutcome>({ method: 'POST', path: ['send'], json: input, signal: options.signal });
   }
+
+  /**
+   * Several sends in one `POST /sends` (at most 100, within the gateway's 1 MiB body limit), each
+   * judged as its own `send` would be: its outcome, or the GatewayError `send` would have thrown,
+   * returned rather than thrown, in the order sent. A request refused whole (400, 404 from a
+   * gateway without the route) and no answer at all throw, as every call does; an answer that is
+   * not one result per send is the caller's to judge (each may or may not have been forwarded).
+   */
+  async sendMany(
+    sends: readonly SendRequest[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Array<SendOutcome | GatewayError>> {
+    const res = await this.call({ method: 'POST', path: ['sends'], json: { sends }, signal: options.signal });
+    const { results } = res.body as { results?: unknown };
+    if (!Array.isArray(results)) return [];
+    return results.map((result: unknown) => {
+      const { status, body } = (result ?? {}) as { status?: unknown; body?: unknown };
+      const code = typeof status === 'number' ? status : 502;
+      if (code < 400 && typeof body === 'object' && body !== null && 'outcome' in body) return body as SendOutcome;
+      return this.errorFromBody(body, code);
+    });
+  }
 }
 
 /** How the gateway's client words what went wrong. */

@@ -58,3 +58,23 @@ const _sameShape: [SendRequest, z.infer<typeof sendBody>] extends [z.infer<typeo
   ? true
   : never = true;
 void _sameShape;
+
+/** The most sends one `POST /sends` carries. */
+export const MAX_SENDS = 100;
+
+// Several sends in one request, each exactly a `POST /send` body. A bad send refuses the whole
+// request (nothing is verified or forwarded), its index in the message's path.
+export const sendsBody = z.strictObject(
+  {
+    sends: z
+      .array(sendBody, { error: 'sends must be an array of send bodies {jobId, owner, token, to?, key?, qty?, body?}' })
+      .min(1, 'sends must not be empty')
+      .max(MAX_SENDS, `sends must hold at most ${MAX_SENDS} entries`),
+  },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; the body has only sends`
+        : 'the body must be a JSON object {sends: [...]}',
+  },
+);

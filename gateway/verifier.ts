@@ -9,6 +9,7 @@ import { QueueError, type QueueClient } from '../queue/client.js';
 import type { Lease } from '../queue/types.js';
 import { currentRequestId, withRequestId } from '../platform/request-id.js';
 import type { LeaseVerifier } from './send.js';
+import { sameTurn } from '../platform/same-turn.js';
 
 /** The queue calls a coalescing verifier makes; QueueClient has them. */
 export type VerifyApi = Pick<QueueClient, 'verify' | 'verifyMany'>;
@@ -81,6 +82,8 @@ export class CoalescingVerifier implements LeaseVerifier {
   private async drain(): Promise<void> {
     this.inFlight = true;
     try {
+      // The checks made in this turn go together: the sends of one POST /sends, or those one answer released.
+      await sameTurn();
       while (this.waiting.length > 0) {
         const batch = this.waiting.splice(0, MAX_BATCH);
         this.counts.requests += 1;

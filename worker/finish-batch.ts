@@ -5,6 +5,7 @@
 // carries only as many finishes as the queue's body limit holds, counted from the sizes of the
 // results, which the caller measured when it checked them (no result is serialized twice).
 import { QueueError } from '../queue/client.js';
+import { sameTurn } from '../platform/same-turn.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { QueueApi } from './types.js';
 
@@ -193,12 +194,4 @@ export class FinishCoalescer {
       else pending.resolve({ job: result, next: claimNext ? (leases.next().value ?? null) : null });
     });
   }
-}
-
-/**
- * Resolves once the promise jobs queued now have run, within the same turn of the event loop: a
- * tick callback queued from a promise job runs when the promise jobs are done. No I/O, no timer.
- */
-function sameTurn(): Promise<void> {
-  return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
 }

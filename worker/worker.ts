@@ -9,6 +9,7 @@ import { FinishCoalescer } from './finish-batch.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { claimedEvent } from './rules.js';
 import { runLease } from './run-lease.js';
+import { SendCoalescer } from './send-batch.js';
 import { SendTimes } from './send-times.js';
 import { WorkerRun, type LeaseDeps, type RunOptions, type WorkerSummary } from './slots.js';
 import type { ClaimedLease, EffectSender, Handler, JobOutcome, QueueApi } from './types.js';
@@ -39,8 +40,10 @@ export class Worker {
     this.renewals =
       this.options.queue ??
       new QueueClient(queueUrl, { agent: this.agent, timeoutMs: this.options.heartbeatMs, apiKey });
-    this.gateway =
-      this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent, apiKey });
+    // Every slot's sends, in as few requests as the gateway's answers allow (send-batch.ts).
+    this.gateway = new SendCoalescer(
+      this.options.gateway ?? new GatewayClient(this.options.gatewayUrl.href, { agent: this.agent, apiKey }),
+    );
     this.finishes = new FinishCoalescer(this.queue, this.options.leaseMs);
   }
 

@@ -1,0 +1,193 @@
+// Sends coalesced: while one request to the gateway is on its way, the sends the worker's slots
+// make wait for it, then go together in one `POST /sends`, where the gateway checks their leases
+// and forwards their effects together too. A lone send is never held back. Each send still gets
+// its own answer: its outcome, or the very error `POST /send` would have given it. Aborting a
+// send (its lease lost) settles it at once; a batch it rode in goes on for the others, and the
+// gateway's own lease check still refuses whatever is stale.
+import { GatewayError } from '../gateway/client.js';
+import type { SendRequest } from '../gateway/types.js';
+import { sameTurn } from '../platform/same-turn.js';
+import type { EffectSender, SendOutcome } from './types.js';
+
+/** The gateway calls a coalescer makes; GatewayClient has them (`sendMany` may be missing from a replacement). */
+export type SendApi = EffectSender & {
+  sendMany?(sends: readonly SendRequest[], options?: { signal?: AbortSignal }): Promise<Array<SendOutcome | Error>>;
+};
+
+/** The most sends one request carries: the gateway's limit for POST /sends. */
+export const MAX_SEND_BATCH = 100;
+
+/**
+ * The gateway's limits on a request body, 1 MiB and 10 000 object keys (platform/json-body.ts).
+ * Written out here: the worker library does not load the services' HTTP edge.
+ */
+export const GATEWAY_BODY_LIMIT_BYTES = 1024 * 1024;
+export const GATEWAY_MAX_JSON_KEYS = 10_000;
+
+/** A batch's body beyond its sends: `{"sends":[…]}`. */
+const BATCH_OVERHEAD_BYTES = 16;
+/** A send's own keys (jobId, owner, token, to, key, qty, body), the most it has beside its body's. */
+const SEND_KEYS = 7;
+
+interface Pending {
+  input: SendRequest;
+  /** This send's share of a batch's body, in UTF-8 bytes, and its object keys. */
+  bytes: number;
+  keys: number;
+  signal: AbortSignal | undefined;
+  settled: boolean;
+  resolve(outcome: SendOutcome): void;
+  reject(err: unknown): void;
+}
+
+export class SendCoalescer implements EffectSender {
+  private waiting: Pending[] = [];
+  private inFlight = false;
+  /** False once the gateway answered that it has no POST /sends (a version before it). */
+  private batchRoute = true;
+
+  constructor(private readonly gateway: SendApi) {}
+
+  /** Sends one effect; rejects as `GatewayClient.send` would, or with `signal.reason` once aborted. */
+  send(input: SendRequest, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
+    const { signal } = options;
+    if (this.gateway.sendMany === undefined || !this.batchRoute) return this.gateway.send(input, options);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.waiting = this.waiting.filter((one) => one !== pending);
+        pending.reject(signal!.reason);
+      };
+      const pending: Pending = {
+        input,
+        bytes: Buffer.byteLength(JSON.stringify(input)) + 1,
+        keys: SEND_KEYS + keyCount(input.body),
+        signal,
+        settled: false,
+        resolve: (outcome) => {
+          if (pending.settled) return;
+          pending.settled = true;
+          signal?.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+        reject: (err) => {
+          if (pending.settled) return;
+          pending.settled = true;
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(pending);
+      if (!this.inFlight) void this.drain();
+    });
+  }
+
+  /** Sends what waits, one request at a time; the sends made in one turn go together. */
+  private async drain(): Promise<void> {
+    this.inFlight = true;
+    try {
+      for (;;) {
+        await sameTurn();
+        if (this.waiting.length === 0) break;
+        const batch = this.take();
+        if (batch.length === 1) await this.one(batch[0]!);
+        else await this.many(batch);
+      }
+    } finally {
+      this.inFlight = false;
+    }
+  }
+
+  /**
+   * The oldest waiting sends, up to MAX_SEND_BATCH, as many as fit the gateway's body limits.
+   * The oldest always goes: one too large for the limits even alone goes by the single route,
+   * and is refused as it would be anyway.
+   */
+  private take(): Pending[] {
+    const batch: Pending[] = [];
+    let bytes = BATCH_OVERHEAD_BYTES;
+    let keys = 1;
+    while (this.waiting.length > 0 && batch.length < MAX_SEND_BATCH) {
+      const next = this.waiting[0]!;
+      const fits = bytes + next.bytes <= GATEWAY_BODY_LIMIT_BYTES && keys + next.keys <= GATEWAY_MAX_JSON_KEYS;
+      if (!fits && batch.length > 0) break;
+      this.waiting.shift();
+      batch.push(next);
+      bytes += next.bytes;
+      keys += next.keys;
+    }
+    return batch;
+  }
+
+  /** A lone send goes by the single route, with its own signal. */
+  private async one(pending: Pending): Promise<void> {
+    try {
+      pending.resolve(await this.gateway.send(pending.input, pending.signal ? { signal: pending.signal } : {}));
+    } catch (err) {
+      pending.reject(err);
+    }
+  }
+
+  /**
+   * Several sends in one request. No one send's abort cancels it for the rest; it is cancelled
+   * only once every send in it was aborted. A request refused whole (a 4xx: a send the gateway
+   * finds bad, a gateway without the route) judged none of them, so each is sent again alone;
+   * a gateway without the route gets every send alone from then on. No answer (unreachable,
+   * timed out, 5xx, an answer that is not one result per send): each send may or may not have
+   * been forwarded, so each fails as its own request would have.
+   */
+  private async many(batch: Pending[]): Promise<void> {
+    const cancel = new AbortController();
+    let live = batch.length;
+    const onAbort = () => {
+      if (--live === 0) cancel.abort(new Error('every send of the batch was aborted'));
+    };
+    for (const pending of batch) pending.signal?.addEventListener('abort', onAbort, { once: true });
+    let answers: Array<SendOutcome | Error>;
+    try {
+      answers = await this.gateway.sendMany!(
+        batch.map((pending) => pending.input),
+        { signal: cancel.signal },
+      );
+    } catch (err) {
+      if (cancel.signal.aborted) return; // every send was settled by its own abort
+      if (err instanceof GatewayError && err.status < 500) {
+        if (err.code === 'not_found') this.batchRoute = false;
+        await Promise.all(batch.map((pending) => this.one(pending)));
+      } else {
+        for (const pending of batch) pending.reject(err);
+      }
+      return;
+    } finally {
+      for (const pending of batch) pending.signal?.removeEventListener('abort', onAbort);
+    }
+    if (answers.length !== batch.length) {
+      const error = new GatewayError(
+        'gateway_unavailable',
+        `The gateway answered ${answers.length} results to a batch of ${batch.length} sends; each may or may not have been forwarded.`,
+      );
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    batch.forEach((pending, i) => {
+      const answer = answers[i]!;
+      if (answer instanceof Error) pending.reject(answer);
+      else pending.resolve(answer);
+    });
+  }
+}
+
+/** The object keys in a JSON value: what it adds to the gateway's count of a request's keys. */
+function keyCount(value: unknown): number {
+  let keys = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next !== 'object' || next === null) continue;
+    const values = Array.isArray(next) ? next : Object.values(next);
+    if (!Array.isArray(next)) keys += values.length;
+    for (const one of values) stack.push(one);
+  }
+  return keys;
+}
