@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { openApiDocument, serviceRoutes, type OpenApiDocument, type OperationDoc } from '../platform/openapi.js';
 import { packageVersion } from '../platform/package-version.js';
 import { GATEWAY_ERROR_STATUS } from './errors.js';
-import { sendBody } from './schemas.js';
+import { sendBody, sendsBody } from './schemas.js';
 
 const Effect = z.object({
   jobId: z.string(),
@@ -45,6 +45,32 @@ export const GATEWAY_OPERATIONS: readonly OperationDoc[] = [
       'bad_downstream',
       'queue_unavailable',
     ],
+  },
+  {
+    method: 'post',
+    path: '/sends',
+    summary:
+      'Several sends in one request (1–100), each judged exactly as its own `POST /send` would be; their lease checks and forwards share requests. A bad send refuses the whole request (400) and nothing is forwarded.',
+    body: sendsBody,
+    responses: {
+      200: {
+        description:
+          'one result per send, in the order sent: the status `POST /send` would have answered, its attempts, and its body (`{outcome, effect}` or `{error}`); 200 whatever each send came to',
+        schema: z.object({
+          results: z.array(
+            z.object({
+              status: z.int(),
+              attempts: z.int(),
+              body: z.union([
+                z.object({ outcome: z.enum(['applied', 'duplicate']), effect: Effect }),
+                z.object({ error: z.object({ code: z.string(), message: z.string() }).loose() }),
+              ]),
+            }),
+          ),
+        }),
+      },
+    },
+    errors: [],
   },
 ];
 

@@ -107,10 +107,13 @@ describe('request ids', () => {
       },
     });
     const check = (id: string) => withRequestId(`req-${id}`, () => verifier.verify(id, { owner: 'w', token: 1 }));
-    await Promise.all([check('a'), check('b'), check('c')]);
+    // Made in one turn, the three go together; a fourth while they are on their way goes alone after them.
+    const first = Promise.all([check('a'), check('b'), check('c')]);
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([first, check('d')]);
     expect(calls).toEqual([
-      { ids: ['a'], requestId: 'req-a' },
-      { ids: ['b', 'c'], requestId: 'req-b,req-c' },
+      { ids: ['a', 'b', 'c'], requestId: 'req-a,req-b,req-c' },
+      { ids: ['d'], requestId: 'req-d' },
     ]);
   });
 });
