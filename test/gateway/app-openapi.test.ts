@@ -51,3 +51,24 @@ test("POST /send's documented schema accepts and refuses what the route does", a
     expect.arrayContaining(['200', '400', '404', '409', '422', '502', '503']),
   );
 });
+
+test("POST /sends's documented schema accepts and refuses what the route does", async () => {
+  const { app, document } = await setup();
+  const schema = documentedBody(document, 'post', '/sends');
+  const send = { jobId: 'a', owner: 'w1', token: 1, qty: 3 };
+  const bodies = [
+    { sends: [send] },
+    { sends: [send, { ...send, key: 'email', body: { to: 'x@example.com' } }] },
+    { sends: [] },
+    { sends: [send, { ...send, token: 0 }] },
+    { sends: [{ jobId: 'a', owner: 'w1', token: 1 }] },
+    { sends: [send], extra: 1 },
+    { sends: send },
+    {},
+  ];
+  for (const body of bodies) {
+    const res = await request(app).post('/sends').send(body);
+    // Refused or not, as the document says: a send the route accepts is judged (here, an unknown job).
+    expect({ body, refused: !schema.safeParse(body).success }).toEqual({ body, refused: res.status === 400 });
+  }
+});

@@ -39,12 +39,47 @@ export function documentedBody(document: OpenApiDocument, method: string, path: 
     { requestBody?: { content: { 'application/json': { schema: object } } } } | undefined;
   const schema = operation?.requestBody?.content['application/json'].schema;
   if (!schema) throw new Error(`the document has no JSON body for ${method.toUpperCase()} ${path}`);
-  // zod reads no `anyOf` beside `properties`; alternatives of required fields are checked here.
-  const { anyOf, ...rest } = schema as { anyOf?: Array<{ required?: string[] }> };
-  const parsed = z.fromJSONSchema((anyOf ? rest : schema) as Parameters<typeof z.fromJSONSchema>[0]);
-  if (!anyOf) return parsed;
-  return parsed.refine((value) =>
-    anyOf.some((alternative) => (alternative.required ?? []).every((key) => Object.hasOwn(value as object, key))),
+  // zod reads no `anyOf` beside `properties`; alternatives of required fields, at any depth, are checked here.
+  const parsed = z.fromJSONSchema(withoutAlternatives(schema) as Parameters<typeof z.fromJSONSchema>[0]);
+  return parsed.refine((value) => meetsAlternatives(schema as JsonSchemaNode, value));
+}
+
+type JsonSchemaNode = {
+  anyOf?: Array<{ required?: string[] }>;
+  properties?: Record<string, JsonSchemaNode>;
+  items?: JsonSchemaNode;
+};
+
+/** `schema` without the `anyOf`s of required-field alternatives, wherever they are. */
+function withoutAlternatives(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutAlternatives);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key, value]) => !(key === 'anyOf' && isAlternatives(value)))
+      .map(([key, value]) => [key, withoutAlternatives(value)]),
+  );
+}
+
+function isAlternatives(value: unknown): boolean {
+  return (
+    Array.isArray(value) &&
+    value.every((one) => typeof one === 'object' && one !== null && 'required' in one && Object.keys(one).length === 1)
+  );
+}
+
+/** Whether `value` has one of the required alternatives of every object schema it meets. */
+function meetsAlternatives(schema: JsonSchemaNode, value: unknown): boolean {
+  if (Array.isArray(value)) return schema.items ? value.every((one) => meetsAlternatives(schema.items!, one)) : true;
+  if (typeof value !== 'object' || value === null) return true;
+  if (schema.anyOf && isAlternatives(schema.anyOf)) {
+    const met = schema.anyOf.some((alternative) =>
+      (alternative.required ?? []).every((key) => Object.hasOwn(value, key)),
+    );
+    if (!met) return false;
+  }
+  return Object.entries(schema.properties ?? {}).every(([key, sub]) =>
+    Object.hasOwn(value, key) ? meetsAlternatives(sub, (value as Record<string, unknown>)[key]) : true,
   );
 }
 

@@ -1,4 +1,4 @@
-// A proxy in front of the real queue that counts the requests by route and can hold or cut one:
+// A proxy in front of a real service (the queue, the gateway) that counts the requests by route and can hold or cut one:
 // a request held is passed on only when the test lets it go; a request cut reaches the queue,
 // which commits it, and then its connection is closed before the answer is passed back.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -17,6 +17,8 @@ export interface QueueProxy {
   cutAnswer(route: string): Promise<void>;
   /** The next request to `route` waits for `release()` before it is passed to the queue. */
   hold(route: string): { reached: Promise<void>; release(): void };
+  /** Every request to `route` from now on is answered `status` and `body` by the proxy (a service without the route). */
+  answer(route: string, status: number, body: unknown): void;
 }
 
 type Fault = { kind: 'cut'; done(): void } | { kind: 'hold'; reached(): void; released: Promise<void> };
@@ -33,6 +35,7 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
   const requests: string[] = [];
   const answers: string[] = [];
   const batches: QueueProxy['batches'] = [];
+  const answered = new Map<string, { status: number; body: unknown }>();
 
   const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req);
@@ -42,6 +45,13 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       if (route === 'POST /finishes') batches.push(JSON.parse(body.toString('utf8')) as QueueProxy['batches'][number]);
+      const canned = answered.get(route);
+      if (canned) {
+        answers.push(`${canned.status} ${route}`);
+        res.writeHead(canned.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(canned.body));
+        return;
+      }
       const fault = faults.get(route);
       faults.delete(route);
       const forward = () => {
@@ -93,5 +103,6 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
       faults.set(route, { kind: 'hold', reached, released });
       return { reached: reachedP, release };
     },
+    answer: (route, status, body) => void answered.set(route, { status, body }),
   };
 }
