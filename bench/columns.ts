@@ -19,6 +19,13 @@ export interface Resources {
   pg: { schemas: PostgresSchemas } | null;
 }
 
+/**
+ * The shortest slice of an end-to-end column and of the peers it is compared with: each slice
+ * wakes worker processes from their long polls, and the first waves of claims, sends and
+ * finishes take a share of a 250 ms slice that a running worker never pays.
+ */
+export const END_TO_END_SLICE_MS = 800;
+
 export interface ColumnSpec {
   id: string;
   label: string;
@@ -26,6 +33,11 @@ export interface ColumnSpec {
   reference?: boolean;
   /** False: no slice of the limit just before each of its slices (a column not divided by the limit). */
   paired?: boolean;
+  /**
+   * Its shortest slice, in ms (capped at the round's window): for a column of worker processes
+   * that wake from idle at each slice's start, whose ramp a short slice would mostly measure.
+   */
+  minSliceMs?: number;
   open(r: Resources): Promise<ThroughputProbe>;
 }
 
@@ -105,11 +117,13 @@ export function columnSpecs(options: BenchOptions, notes: string[]): ColumnSpec[
     {
       id: 'e2eWorker',
       label: `end to end, ${p} \`leasehold worker\`${hasConcurrency ? ` --concurrency ${c}` : ''}`,
+      minSliceMs: END_TO_END_SLICE_MS,
       open: async (r) => openWorkerCliProbe(await r.workerSystem(), p, c, 'e2eWorker'),
     },
     {
       id: 'e2e',
       label: `reference: end to end, ${p} minimal workers x ${c} loops`,
+      minSliceMs: END_TO_END_SLICE_MS,
       reference: true,
       open: async (r) => openEndToEndProbe(await r.system(), p, c, 'e2e'),
     },

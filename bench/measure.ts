@@ -101,6 +101,7 @@ export function combine(slices: SliceResult[]): Throughput {
  * `probes[0]` (the limit) also runs `pairMs` just before each slice of every `paired` probe, and
  * that probe's `pairedLimitPerSec` is the limit's rate in those moments: on a machine whose
  * disk speeds up and slows down from one second to the next, the fairest limit to divide by.
+ * `minSliceMs`: a probe's shortest slice (its slices are then fewer and longer).
  */
 export async function interleave(
   probes: Probe[],
@@ -108,20 +109,28 @@ export async function interleave(
   sliceMs: number,
   pairMs = 0,
   paired: (index: number) => boolean = (index) => index > 0,
+  minSliceMs: (index: number) => number = () => 0,
 ): Promise<Throughput[]> {
   const slices: SliceResult[][] = probes.map(() => []);
   const pairs: SliceResult[][] = probes.map(() => []);
   const count = Math.max(1, Math.round(ctx.windowMs / sliceMs));
   const slice: RoundContext = { ...ctx, windowMs: ctx.windowMs / count };
+  // A probe whose slices must be longer runs every `span`-th pass, `span` slices' worth at a time:
+  // the same time per round, in fewer and longer slices (never longer than the round's window).
+  const spans = probes.map((_, p) => Math.min(count, Math.max(1, Math.ceil(minSliceMs(p) / slice.windowMs))));
   for (let i = 0; i < count; i++) {
     for (let p = 0; p < probes.length; p++) {
-      await probes[p]!.prepare(slice);
+      const span = spans[p]!;
+      if (i % span !== 0) continue;
+      const passes = Math.min(span, count - i);
+      const long: RoundContext = { ...slice, windowMs: slice.windowMs * passes };
+      await probes[p]!.prepare(long);
       if (pairMs > 0 && p > 0 && paired(p)) {
         const pair = await probes[0]!.slice(pairMs);
         pairs[p]!.push(pair);
         slices[0]!.push(pair);
       }
-      slices[p]!.push(await probes[p]!.slice(slice.windowMs));
+      slices[p]!.push(await probes[p]!.slice(long.windowMs));
     }
   }
   return slices.map((s, p) => {

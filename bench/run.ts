@@ -115,6 +115,7 @@ export async function runBench(
         options.sliceMs,
         options.pairMs,
         (i) => specs[i]!.paired !== false && !specs[i]!.id.startsWith('pg'),
+        (i) => specs[i]?.minSliceMs ?? 0,
       );
       const columnsMs = Date.now() - roundStarted;
       const columns: Record<string, Throughput> = {};

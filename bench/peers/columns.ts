@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ColumnSpec, Resources } from '../columns.js';
+import { END_TO_END_SLICE_MS, type ColumnSpec, type Resources } from '../columns.js';
 import type { ThroughputProbe } from '../library.js';
 import { REPO_ROOT, type BenchOptions } from '../options.js';
 import { startScript, type ChildService } from '../processes.js';
@@ -92,11 +92,13 @@ export function peerColumnSpecs(options: BenchOptions, notes: string[]): ColumnS
     },
     {
       id: 'peerLhE2e',
+      minSliceMs: END_TO_END_SLICE_MS,
       label: `peers: end to end, 1 \`leasehold worker --concurrency ${n}\`, rollback journal`,
       open: (r) => openWorkerEndToEndProbe(r.dir, n, 'delete', 'peer-e2e'),
     },
     {
       id: 'peerLhE2eWal',
+      minSliceMs: END_TO_END_SLICE_MS,
       label: `peers: end to end, 1 \`leasehold worker --concurrency ${n}\`, --journal wal`,
       open: (r) => openWorkerEndToEndProbe(r.dir, n, 'wal', 'peer-e2e-wal'),
     },
@@ -139,11 +141,13 @@ export function peerColumnSpecs(options: BenchOptions, notes: string[]): ColumnS
       { id: 'peerBullN', label: `peers: ${bull}, concurrency ${n} (${aof})`, open: bullColumn(n, 'bullN') },
       {
         id: 'peerIdem',
+        minSliceMs: END_TO_END_SLICE_MS,
         label: `peers: ${bull} concurrency ${n} + idempotency-key service on SQLite, rollback journal`,
         open: bullColumn(n, 'idem', 'delete'),
       },
       {
         id: 'peerIdemWal',
+        minSliceMs: END_TO_END_SLICE_MS,
         label: `peers: ${bull} concurrency ${n} + idempotency-key service on SQLite, WAL`,
         open: bullColumn(n, 'idemWal', 'wal'),
       },
