@@ -3,6 +3,8 @@
 // current ones applied or duplicate, the stale, cancelled, unknown and mismatched refused, none
 // of those reaching the receiver), their lease checks and forwards sharing requests; a bad send
 // refuses the whole request and nothing is checked or forwarded.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { describe, expect, test } from 'vitest';
 import { parseMetrics } from '../helpers/metrics.js';
@@ -104,6 +106,48 @@ describe('POST /sends', () => {
       .send({ sends: [send, send] });
     expect((res.body.results as Result[]).map((r) => r.body.outcome).sort()).toEqual(['applied', 'duplicate']);
     expect(await s.receiver.totals()).toEqual({ effects: 1, qty: 4 });
+  });
+
+  test('a downstream that refuses connections and a queue that is gone: each send answers as its own would', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const s = await setup({
+      gateway: { downstreams: { down: { url: `http://127.0.0.1:${port}/effects` } }, retryBudgetMs: 5_000 },
+    });
+    const a = await s.leased('a', 1);
+    const b = await s.leased('b', 1);
+    const res = await request(s.app)
+      .post('/sends')
+      .send({
+        sends: [
+          { jobId: 'a', owner: 'w1', token: a.token, to: 'down', key: 'k', qty: 1 },
+          { jobId: 'b', owner: 'w1', token: b.token, qty: 1 },
+        ],
+      });
+    const results = res.body.results as Result[];
+    expect(results.map((r) => [r.status, r.attempts, r.body.outcome ?? r.body.error?.code])).toEqual([
+      [502, 3, 'upstream_unavailable'],
+      [200, 1, 'applied'],
+    ]);
+    expect(results[0]!.body.error).toMatchObject({ downstream: 'down' });
+
+    await s.queue.close();
+    const gone = await request(s.app)
+      .post('/sends')
+      .send({
+        sends: [
+          { jobId: 'b', owner: 'w1', token: b.token, qty: 1 },
+          { jobId: 'a', owner: 'w1', token: a.token, qty: 1 },
+        ],
+      });
+    expect((gone.body.results as Result[]).map((r) => [r.status, r.body.error?.code])).toEqual([
+      [503, 'queue_unavailable'],
+      [503, 'queue_unavailable'],
+    ]);
+    // Nothing more reached the receiver than b's one effect.
+    expect(await s.receiver.totals()).toEqual({ effects: 1, qty: 1 });
   });
 
   test.each([
