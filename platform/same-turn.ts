@@ -10,3 +10,42 @@
 export function sameTurn(): Promise<void> {
   return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
 }
+
+/**
+ * Calls coalesced into batches, one request at a time: a call that finds nothing on its way goes
+ * in the same turn (after the turn's promise jobs, so the calls they make join it); those made
+ * while a request is on its way wait for it, then go together. A subclass says how a batch is
+ * cut from what waits (`take`), and how one call and several are sent (`one`, `many`).
+ */
+export abstract class TurnCoalescer<P> {
+  protected waiting: P[] = [];
+  private inFlight = false;
+
+  /** Adds `pending` to what waits, and starts sending unless a request is on its way. */
+  protected enqueue(pending: P): void {
+    this.waiting.push(pending);
+    if (!this.inFlight) {
+      this.inFlight = true;
+      void this.drain();
+    }
+  }
+
+  /** The next batch, taken out of `waiting`: never empty while something waits. */
+  protected abstract take(): P[];
+  protected abstract one(pending: P): Promise<void>;
+  protected abstract many(batch: P[]): Promise<void>;
+
+  private async drain(): Promise<void> {
+    try {
+      for (;;) {
+        await sameTurn();
+        if (this.waiting.length === 0) break;
+        const batch = this.take();
+        if (batch.length === 1) await this.one(batch[0]!);
+        else await this.many(batch);
+      }
+    } finally {
+      this.inFlight = false;
+    }
+  }
+}

@@ -5,7 +5,7 @@
 // carries only as many finishes as the queue's body limit holds, counted from the sizes of the
 // results, which the caller measured when it checked them (no result is serialized twice).
 import { QueueError } from '../queue/client.js';
-import { sameTurn } from '../platform/same-turn.js';
+import { TurnCoalescer } from '../platform/same-turn.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { QueueApi } from './types.js';
 
@@ -57,9 +57,12 @@ function jsonBytes(value: string): number {
   return Buffer.byteLength(JSON.stringify(value));
 }
 
-export class FinishCoalescer {
-  private waiting: Pending[] = [];
-  private inFlight = false;
+/**
+ * Each request leaves in the same turn of the event loop as the finish that started it, once the
+ * promise jobs already queued have run (TurnCoalescer): the slots whose jobs one answer brought
+ * back finish in those jobs, and go together instead of the first alone and the rest after it.
+ */
+export class FinishCoalescer extends TurnCoalescer<Pending> {
   /** False once the queue answered that it has no POST /finishes (a version before it). */
   private batchRoute = true;
 
@@ -67,7 +70,9 @@ export class FinishCoalescer {
   constructor(
     private readonly queue: FinishApi,
     private readonly leaseMs: number,
-  ) {}
+  ) {
+    super();
+  }
 
   /**
    * Finishes `id`; with `claimNext`, claims the next job for the same owner in the same request.
@@ -83,32 +88,8 @@ export class FinishCoalescer {
     }
     return new Promise((resolve, reject) => {
       const bytes = resultBytes + jsonBytes(id) + FINISH_OVERHEAD_BYTES;
-      this.waiting.push({ id, input, claimNext, bytes, resolve, reject });
-      if (!this.inFlight) {
-        this.inFlight = true;
-        void this.drain();
-      }
+      this.enqueue({ id, input, claimNext, bytes, resolve, reject });
     });
-  }
-
-  /**
-   * Sends what waits, one request at a time. Each request leaves in the same turn of the event
-   * loop as the finish that started it, but only once the promise jobs already queued have
-   * run (`sameTurn`): the slots whose jobs one answer brought back finish in those jobs, and
-   * then go together instead of the first alone and the rest after it.
-   */
-  private async drain(): Promise<void> {
-    try {
-      for (;;) {
-        await sameTurn();
-        if (this.waiting.length === 0) break;
-        const batch = this.take();
-        if (batch.length === 1) await this.one(batch[0]!);
-        else await this.many(batch);
-      }
-    } finally {
-      this.inFlight = false;
-    }
   }
 
   /**
@@ -118,7 +99,7 @@ export class FinishCoalescer {
    * others keep their place for the next request. The oldest always goes: one too large for the
    * limit even alone goes alone, by the single route, and is refused as it would be anyway.
    */
-  private take(): Pending[] {
+  protected take(): Pending[] {
     const first = this.waiting[0]!;
     const batch: Pending[] = [];
     const rest: Pending[] = [];
@@ -138,7 +119,7 @@ export class FinishCoalescer {
   }
 
   /** A lone finish goes by the single route, as it did before there were batches. */
-  private async one(pending: Pending): Promise<void> {
+  protected async one(pending: Pending): Promise<void> {
     try {
       pending.resolve(await this.single(pending.id, pending.input, pending.claimNext));
     } catch (err) {
@@ -161,7 +142,7 @@ export class FinishCoalescer {
    * per finish): the batch may or may not have landed, so each finish fails as its own request
    * would have, and its caller retries it as it retries any finish without an answer.
    */
-  private async many(batch: Pending[]): Promise<void> {
+  protected async many(batch: Pending[]): Promise<void> {
     const { owner } = batch[0]!.input;
     const finishes = batch.map(({ id, input }) =>
       input.result === undefined ? { id, token: input.token } : { id, token: input.token, result: input.result },

@@ -6,7 +6,7 @@
 // gateway's own lease check still refuses whatever is stale.
 import { GatewayError } from '../gateway/client.js';
 import type { SendRequest } from '../gateway/types.js';
-import { sameTurn } from '../platform/same-turn.js';
+import { TurnCoalescer } from '../platform/same-turn.js';
 import type { EffectSender, SendOutcome } from './types.js';
 
 /** The gateway calls a coalescer makes; GatewayClient has them (`sendMany` may be missing from a replacement). */
@@ -40,13 +40,13 @@ interface Pending {
   reject(err: unknown): void;
 }
 
-export class SendCoalescer implements EffectSender {
-  private waiting: Pending[] = [];
-  private inFlight = false;
+export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSender {
   /** False once the gateway answered that it has no POST /sends (a version before it). */
   private batchRoute = true;
 
-  constructor(private readonly gateway: SendApi) {}
+  constructor(private readonly gateway: SendApi) {
+    super();
+  }
 
   /** Sends one effect; rejects as `GatewayClient.send` would, or with `signal.reason` once aborted. */
   send(input: SendRequest, options: { signal?: AbortSignal } = {}): Promise<SendOutcome> {
@@ -78,25 +78,8 @@ export class SendCoalescer implements EffectSender {
         },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(pending);
-      if (!this.inFlight) void this.drain();
+      this.enqueue(pending);
     });
-  }
-
-  /** Sends what waits, one request at a time; the sends made in one turn go together. */
-  private async drain(): Promise<void> {
-    this.inFlight = true;
-    try {
-      for (;;) {
-        await sameTurn();
-        if (this.waiting.length === 0) break;
-        const batch = this.take();
-        if (batch.length === 1) await this.one(batch[0]!);
-        else await this.many(batch);
-      }
-    } finally {
-      this.inFlight = false;
-    }
   }
 
   /**
@@ -104,7 +87,7 @@ export class SendCoalescer implements EffectSender {
    * The oldest always goes: one too large for the limits even alone goes by the single route,
    * and is refused as it would be anyway.
    */
-  private take(): Pending[] {
+  protected take(): Pending[] {
     const batch: Pending[] = [];
     let bytes = BATCH_OVERHEAD_BYTES;
     let keys = 1;
@@ -121,7 +104,7 @@ export class SendCoalescer implements EffectSender {
   }
 
   /** A lone send goes by the single route, with its own signal. */
-  private async one(pending: Pending): Promise<void> {
+  protected async one(pending: Pending): Promise<void> {
     try {
       pending.resolve(await this.gateway.send(pending.input, pending.signal ? { signal: pending.signal } : {}));
     } catch (err) {
@@ -137,7 +120,7 @@ export class SendCoalescer implements EffectSender {
    * timed out, 5xx, an answer that is not one result per send): each send may or may not have
    * been forwarded, so each fails as its own request would have.
    */
-  private async many(batch: Pending[]): Promise<void> {
+  protected async many(batch: Pending[]): Promise<void> {
     const cancel = new AbortController();
     let live = batch.length;
     const onAbort = () => {
