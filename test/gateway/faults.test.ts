@@ -223,3 +223,42 @@ describe('gateway ↔ receiver faults', () => {
     expect(calls - atHangUp).toBeLessThanOrEqual(2);
   });
 });
+
+describe('POST /sends under downstream faults', () => {
+  test('a caller that hangs up mid-retry stops the retries of every send in its batch', async () => {
+    const s = await faultSetup({ retryAttempts: 1_000, retryBudgetMs: 30_000, backoffBaseMs: 100, backoffMaxMs: 100 });
+    const a = await s.leased('job-a', 5);
+    const b = await s.leased('job-b', 5);
+    const jobs = new Set<string>();
+    let calls = 0;
+    intercept(s.receiver.url)
+      .reply((_uri, body) => {
+        calls += 1;
+        jobs.add((body as { jobId: string }).jobId);
+        return [503, { error: { code: 'busy' } }];
+      })
+      .persist();
+    const hungUp = await request(s.app)
+      .post('/sends')
+      .send({
+        sends: [
+          { jobId: 'job-a', owner: 'w1', token: a.token, qty: 5 },
+          { jobId: 'job-b', owner: 'w1', token: b.token, qty: 5 },
+        ],
+      })
+      .timeout(600)
+      .then(
+        () => 'answered',
+        (err: { timeout?: number }) => (err.timeout ? 'timed out' : String(err)),
+      );
+    expect(hungUp).toBe('timed out');
+    const atHangUp = calls;
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect([...jobs].sort(), 'both sends were being retried').toEqual(['job-a', 'job-b']);
+    // Without the hang-up, ~40 more attempts would have been made by now; each send may have
+    // had one in flight and start one more before a loaded event loop delivers the close.
+    expect(calls - atHangUp).toBeLessThanOrEqual(4);
+    const metrics = (await request(s.app).get('/metrics')).text;
+    expect(metrics).toMatch(/leasehold_gateway_sends_total\{outcome="abandoned"[^}]*\} 2/);
+  });
+});
