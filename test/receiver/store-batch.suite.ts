@@ -88,6 +88,36 @@ export function effectBatchSuite<Tx>(name: string, factory: () => Promise<Effect
       ).toEqual({ begin: 1, commit: 1, totals: 1 });
     });
 
+    test('the journal of a batch: each effect its own entry, in the order judged', async () => {
+      const { store, clock } = await setup();
+      // The jobs in reverse order of their ids, so the order judged (by id) is not the order sent.
+      const batch: EffectRequest[] = Array.from({ length: 13 }, (_, i) => ({
+        jobId: `j${String(12 - i).padStart(2, '0')}`,
+        qty: 1,
+        token: i % 3 === 0 ? 2 : 1,
+      }));
+      batch.push({ jobId: 'j05', qty: 1, token: 1 });
+      const recorded = await store.recordMany(batch, clock);
+      const journal = await store.journal();
+      expect(journal.length).toBe(batch.length);
+      const bySeq = new Map(journal.map((entry) => [entry.seq, entry]));
+      recorded.forEach((r, i) => {
+        expect(bySeq.get(r.journal.seq), `batch[${i}]`).toMatchObject({
+          jobId: batch[i]!.jobId,
+          token: batch[i]!.token,
+          outcome: r.judgement.outcome,
+        });
+      });
+      // The journal reads in the order judged: by job id, a job's own in the order sent.
+      expect(journal.map((entry) => `${entry.jobId}/${entry.outcome}`)).toEqual(
+        [...batch]
+          .map((request, i) => ({ request, i }))
+          .sort((x, y) => (x.request.jobId < y.request.jobId ? -1 : x.request.jobId > y.request.jobId ? 1 : x.i - y.i))
+          .map(({ i }) => `${batch[i]!.jobId}/${recorded[i]!.judgement.outcome}`),
+      );
+      expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
+    });
+
     test('a failure of one effect rolls the whole batch back: apply throwing, or the totals refusing', async () => {
       const { store, clock } = await setup();
       const failing = store.recordMany(
