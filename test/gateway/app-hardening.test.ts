@@ -142,6 +142,13 @@ describe('gateway: the API key', () => {
     );
     expectError(await request(app).post('/send').send(send), 401, 'unauthorized');
     expectError(await request(app).post('/send').set('authorization', 'Bearer nope').send(send), 401, 'unauthorized');
+    expectError(
+      await request(app)
+        .post('/sends')
+        .send({ sends: [send] }),
+      401,
+      'unauthorized',
+    );
     expect(await receiver.journal()).toEqual([]);
     const res = await request(app).post('/send').set('authorization', `Bearer ${KEY}`).send(send);
     expect({ status: res.status, outcome: res.body.outcome }).toEqual({ status: 200, outcome: 'applied' });
