@@ -1,5 +1,6 @@
-// The gateway's HTTP adapter: parse `POST /send` with its schema, run the send, render JSON.
-// Routes throw GatewayError; one error handler renders every failure the same way.
+// The gateway's HTTP adapter: parse `POST /send` (or `POST /sends`, several at once) with its
+// schema, run each send, render JSON. `POST /send` throws GatewayError to the one error handler;
+// `POST /sends` renders each send's error inside its answer, the same way.
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import {
