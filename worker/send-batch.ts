@@ -10,9 +10,7 @@ import { TurnCoalescer } from '../platform/same-turn.js';
 import type { EffectSender, SendOutcome } from './types.js';
 
 /** The gateway calls a coalescer makes; GatewayClient has them (`sendMany` may be missing from a replacement). */
-export type SendApi = EffectSender & {
-  sendMany?(sends: readonly SendRequest[], options?: { signal?: AbortSignal }): Promise<Array<SendOutcome | Error>>;
-};
+export type SendApi = EffectSender;
 
 /** The most sends one request carries: the gateway's limit for POST /sends. */
 export const MAX_SEND_BATCH = 100;

@@ -15,9 +15,14 @@ export type QueueApi = Pick<
 > &
   Partial<Pick<QueueClient, 'finishMany'>>;
 
-/** The gateway call a worker makes; GatewayClient has it. */
+/**
+ * The gateway calls a worker makes; GatewayClient has them. `sendMany` may be left out of a
+ * replacement: the worker then sends each effect on its own.
+ */
 export interface EffectSender {
   send(input: SendRequest, options?: { signal?: AbortSignal }): Promise<SendOutcome>;
+  /** Several sends in one request, each answered its outcome or the error `send` would have thrown. */
+  sendMany?(sends: readonly SendRequest[], options?: { signal?: AbortSignal }): Promise<Array<SendOutcome | Error>>;
 }
 
 export type { SendOutcome };
