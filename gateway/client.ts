@@ -51,9 +51,9 @@ export class GatewayClient extends JsonPeer<GatewayError> {
     if (!Array.isArray(results)) return [];
     return results.map((result: unknown) => {
       const { status, body } = (result ?? {}) as { status?: unknown; body?: unknown };
-      const code = typeof status === 'number' ? status : 502;
-      if (code < 400 && typeof body === 'object' && body !== null && 'outcome' in body) return body as SendOutcome;
-      return this.errorFromBody(body, code);
+      const answered = typeof status === 'number' ? status : 502;
+      if (answered < 400 && typeof body === 'object' && body !== null && 'outcome' in body) return body as SendOutcome;
+      return this.errorFromBody(body, answered);
     });
   }
 }

@@ -5,6 +5,7 @@
 // carries only as many finishes as the queue's body limit holds, counted from the sizes of the
 // results, which the caller measured when it checked them (no result is serialized twice).
 import { QueueError } from '../queue/client.js';
+import { BODY_LIMIT_BYTES } from '../platform/json-limits.js';
 import { TurnCoalescer } from '../platform/same-turn.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { QueueApi } from './types.js';
@@ -37,11 +38,8 @@ interface Pending {
 /** The most finishes one request carries: the queue's limit for POST /finishes. */
 export const MAX_FINISH_BATCH = 100;
 
-/**
- * The queue's limit on a request body, 1 MiB (BODY_LIMIT_BYTES, platform/json-body.ts). Written
- * out here: the worker library does not load the services' HTTP edge.
- */
-export const QUEUE_BODY_LIMIT_BYTES = 1024 * 1024;
+/** The queue's limit on a request body, 1 MiB: every service's (platform/json-limits.ts). */
+export const QUEUE_BODY_LIMIT_BYTES = BODY_LIMIT_BYTES;
 
 /**
  * A finish in a batch's body beyond its result: `{"id":…,"token":…,"result":…},` with a token

@@ -6,26 +6,15 @@
 // gateway's own lease check still refuses whatever is stale.
 import { GatewayError } from '../gateway/client.js';
 import type { SendRequest } from '../gateway/types.js';
+import { BODY_LIMIT_BYTES, jsonKeyCount, MAX_JSON_KEYS } from '../platform/json-limits.js';
 import { TurnCoalescer } from '../platform/same-turn.js';
 import type { EffectSender, SendOutcome } from './types.js';
-
-/** The gateway calls a coalescer makes; GatewayClient has them (`sendMany` may be missing from a replacement). */
-export type SendApi = EffectSender;
 
 /** The most sends one request carries: the gateway's limit for POST /sends. */
 export const MAX_SEND_BATCH = 100;
 
-/**
- * The gateway's limits on a request body, 1 MiB and 10 000 object keys (platform/json-body.ts).
- * Written out here: the worker library does not load the services' HTTP edge.
- */
-export const GATEWAY_BODY_LIMIT_BYTES = 1024 * 1024;
-export const GATEWAY_MAX_JSON_KEYS = 10_000;
-
 /** A batch's body beyond its sends: `{"sends":[…]}`. */
 const BATCH_OVERHEAD_BYTES = 16;
-/** A send's own keys (jobId, owner, token, to, key, qty, body), the most it has beside its body's. */
-const SEND_KEYS = 7;
 
 interface Pending {
   input: SendRequest;
@@ -42,7 +31,7 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
   /** False once the gateway answered that it has no POST /sends (a version before it). */
   private batchRoute = true;
 
-  constructor(private readonly gateway: SendApi) {
+  constructor(private readonly gateway: EffectSender) {
     super();
   }
 
@@ -56,10 +45,12 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
         this.waiting = this.waiting.filter((one) => one !== pending);
         pending.reject(signal!.reason);
       };
+      // Counted as the gateway counts a body (platform/json-limits.ts), and a comma after it.
+      const json = Buffer.from(JSON.stringify(input));
       const pending: Pending = {
         input,
-        bytes: Buffer.byteLength(JSON.stringify(input)) + 1,
-        keys: SEND_KEYS + keyCount(input.body),
+        bytes: json.length + 1,
+        keys: jsonKeyCount(json),
         signal,
         settled: false,
         resolve: (outcome) => {
@@ -91,7 +82,7 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
     let keys = 1;
     while (this.waiting.length > 0 && batch.length < MAX_SEND_BATCH) {
       const next = this.waiting[0]!;
-      const fits = bytes + next.bytes <= GATEWAY_BODY_LIMIT_BYTES && keys + next.keys <= GATEWAY_MAX_JSON_KEYS;
+      const fits = bytes + next.bytes <= BODY_LIMIT_BYTES && keys + next.keys <= MAX_JSON_KEYS;
       if (!fits && batch.length > 0) break;
       this.waiting.shift();
       batch.push(next);
@@ -157,18 +148,4 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
       else pending.resolve(answer);
     });
   }
-}
-
-/** The object keys in a JSON value: what it adds to the gateway's count of a request's keys. */
-function keyCount(value: unknown): number {
-  let keys = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const next = stack.pop();
-    if (typeof next !== 'object' || next === null) continue;
-    const values = Array.isArray(next) ? next : Object.values(next);
-    if (!Array.isArray(next)) keys += values.length;
-    for (const one of values) stack.push(one);
-  }
-  return keys;
 }

@@ -31,6 +31,13 @@ function deliver(receiverUrl: string, headers: Record<string, string>, body: unk
   });
 }
 
+/** `call` given up by its caller after `ms`: 'timed out' when it was, else how it ended. */
+const hangUpAfter = (call: request.Test, ms: number): Promise<string> =>
+  call.timeout(ms).then(
+    () => 'answered',
+    (err: { timeout?: number }) => (err.timeout ? 'timed out' : String(err)),
+  );
+
 const resetError = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
 
 async function faultSetup(gateway: SetupOptions['gateway'] = {}): Promise<Setup> {
@@ -208,12 +215,7 @@ describe('gateway ↔ receiver faults', () => {
         return [503, { error: { code: 'busy' } }];
       })
       .persist();
-    const hungUp = await send(s, lease.token)
-      .timeout(600)
-      .then(
-        () => 'answered',
-        (err: { timeout?: number }) => (err.timeout ? 'timed out' : String(err)),
-      );
+    const hungUp = await hangUpAfter(send(s, lease.token), 600);
     expect(hungUp).toBe('timed out');
     const atHangUp = calls;
     await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -238,19 +240,17 @@ describe('POST /sends under downstream faults', () => {
         return [503, { error: { code: 'busy' } }];
       })
       .persist();
-    const hungUp = await request(s.app)
-      .post('/sends')
-      .send({
-        sends: [
-          { jobId: 'job-a', owner: 'w1', token: a.token, qty: 5 },
-          { jobId: 'job-b', owner: 'w1', token: b.token, qty: 5 },
-        ],
-      })
-      .timeout(600)
-      .then(
-        () => 'answered',
-        (err: { timeout?: number }) => (err.timeout ? 'timed out' : String(err)),
-      );
+    const hungUp = await hangUpAfter(
+      request(s.app)
+        .post('/sends')
+        .send({
+          sends: [
+            { jobId: 'job-a', owner: 'w1', token: a.token, qty: 5 },
+            { jobId: 'job-b', owner: 'w1', token: b.token, qty: 5 },
+          ],
+        }),
+      600,
+    );
     expect(hungUp).toBe('timed out');
     const atHangUp = calls;
     await new Promise((resolve) => setTimeout(resolve, 1_500));

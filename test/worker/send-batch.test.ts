@@ -9,8 +9,8 @@ import { ManualClock } from '../../testing/clock.js';
 import { GatewayError } from '../../gateway/client.js';
 import type { SendRequest } from '../../gateway/types.js';
 import { runWorker, type Handler, type WorkerEvent, type WorkerSummary } from '../../worker/index.js';
-import { SendCoalescer, type SendApi } from '../../worker/send-batch.js';
-import type { SendOutcome } from '../../worker/types.js';
+import { SendCoalescer } from '../../worker/send-batch.js';
+import type { EffectSender, SendOutcome } from '../../worker/types.js';
 import { enqueue, gate, ids } from './finish-kit.js';
 import { queueProxy, type QueueProxy } from './proxy.js';
 import { setup, type Setup } from './setup.js';
@@ -216,7 +216,7 @@ describe('the coalescer on a replaced gateway API', () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let batchSignal: AbortSignal | undefined;
-    const api: SendApi = {
+    const api: EffectSender = {
       send: async (input) => {
         calls.push(`send ${input.jobId}`);
         return outcome(input.jobId);
