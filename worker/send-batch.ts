@@ -18,9 +18,8 @@ const BATCH_OVERHEAD_BYTES = 16;
 
 interface Pending {
   input: SendRequest;
-  /** This send's share of a batch's body, in UTF-8 bytes, and its object keys. */
-  bytes: number;
-  keys: number;
+  /** This send's share of a batch's body, in UTF-8 bytes, and its object keys: measured once it may share one. */
+  size?: { bytes: number; keys: number };
   signal: AbortSignal | undefined;
   settled: boolean;
   resolve(outcome: SendOutcome): void;
@@ -45,12 +44,8 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
         this.waiting = this.waiting.filter((one) => one !== pending);
         pending.reject(signal!.reason);
       };
-      // Counted as the gateway counts a body (platform/json-limits.ts), and a comma after it.
-      const json = Buffer.from(JSON.stringify(input));
       const pending: Pending = {
         input,
-        bytes: json.length + 1,
-        keys: jsonKeyCount(json),
         signal,
         settled: false,
         resolve: (outcome) => {
@@ -74,20 +69,22 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
   /**
    * The oldest waiting sends, up to MAX_SEND_BATCH, as many as fit the gateway's body limits.
    * The oldest always goes: one too large for the limits even alone goes by the single route,
-   * and is refused as it would be anyway.
+   * and is refused as it would be anyway. A send that waits alone is not measured.
    */
   protected take(): Pending[] {
+    if (this.waiting.length === 1) return this.waiting.splice(0);
     const batch: Pending[] = [];
     let bytes = BATCH_OVERHEAD_BYTES;
     let keys = 1;
     while (this.waiting.length > 0 && batch.length < MAX_SEND_BATCH) {
       const next = this.waiting[0]!;
-      const fits = bytes + next.bytes <= BODY_LIMIT_BYTES && keys + next.keys <= MAX_JSON_KEYS;
+      const size = sizeOf(next);
+      const fits = bytes + size.bytes <= BODY_LIMIT_BYTES && keys + size.keys <= MAX_JSON_KEYS;
       if (!fits && batch.length > 0) break;
       this.waiting.shift();
       batch.push(next);
-      bytes += next.bytes;
-      keys += next.keys;
+      bytes += size.bytes;
+      keys += size.keys;
     }
     return batch;
   }
@@ -148,4 +145,13 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
       else pending.resolve(answer);
     });
   }
+}
+
+/** A send's share of a batch, counted as the gateway counts a body (platform/json-limits.ts): its JSON and a comma. */
+function sizeOf(pending: Pending): { bytes: number; keys: number } {
+  if (pending.size === undefined) {
+    const json = Buffer.from(JSON.stringify(pending.input));
+    pending.size = { bytes: json.length + 1, keys: jsonKeyCount(json) };
+  }
+  return pending.size;
 }
