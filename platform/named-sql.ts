@@ -49,3 +49,52 @@ export function named<P extends Params>(text: string): NamedStatement<P> {
     },
   };
 }
+
+/**
+ * A statement over several rows of values at once (`INSERT ... VALUES (...), (...)`), on both
+ * dialects: `text` is the SQL with `@rows` where the row list goes, and each row's values are
+ * bound in the order of `columns`. One SQL text per number of rows, compiled once.
+ */
+export interface RowsStatement<R extends Params> {
+  /** The SQL for `count` rows, with `?` placeholders. */
+  sql(count: number): string;
+  /** The positional values of `rows`, row after row; a missing or an unknown field is an error. */
+  bind(rows: readonly R[]): Knex.Value[];
+}
+
+export function namedRows<R extends Params>(columns: readonly (keyof R & string)[], text: string): RowsStatement<R> {
+  const head = text.trim().slice(0, 80);
+  if (!text.includes('@rows')) throw new Error(`A rows statement needs @rows where its rows go: ${head}`);
+  // Its values are the rows' alone: no other parameter, named or positional.
+  if (named(text.replace('@rows', '(NULL)')).names.length > 0)
+    throw new Error(`A rows statement takes no parameter but @rows: ${head}`);
+  const row = `(${columns.map(() => '?').join(', ')})`;
+  const texts = new Map<number, string>();
+  const known = new Set<string>(columns);
+  return {
+    sql(count: number): string {
+      if (!Number.isSafeInteger(count) || count < 1)
+        throw new RangeError(`A rows statement needs 1 row or more, not ${count}.`);
+      let sql = texts.get(count);
+      if (sql === undefined) {
+        sql = text.replace('@rows', Array.from({ length: count }, () => row).join(', '));
+        texts.set(count, sql);
+      }
+      return sql;
+    },
+    bind(rows: readonly R[]): Knex.Value[] {
+      const values: Knex.Value[] = [];
+      for (const given of rows) {
+        for (const key of Object.keys(given)) {
+          if (!known.has(key)) throw new Error(`The rows have no column ${key}; they take ${columns.join(', ')}.`);
+        }
+        for (const column of columns) {
+          const value = given[column];
+          if (value === undefined) throw new Error(`A row's ${column} was given no value (use null for NULL).`);
+          values.push(value);
+        }
+      }
+      return values;
+    },
+  };
+}

@@ -31,6 +31,8 @@ const N = Number(option('n', '2000'));
 const ROUNDS = Number(option('rounds', '3'));
 const CONCURRENCY = Number(option('concurrency', '8'));
 const LOG_LEVEL = option('log-level', 'silent');
+/** Items per request of the batch routes. */
+const BATCH = 8;
 const builds = (args.length > 0 ? args : ['dist']).map((dir) => resolve(dir));
 for (const dir of builds) {
   if (!existsSync(join(dir, 'cli', 'leasehold.js'))) throw new Error(`${dir}/cli/leasehold.js is missing: build first`);
@@ -230,6 +232,52 @@ const PHASES = [
       return send(s.gateway.url, 'POST', '/send', { jobId: id, owner, token, qty: 1 });
     },
   },
+  // The batch routes a worker at `concurrency` 8 uses end to end, each request carrying 8: their
+  // figures are per request (per 8 jobs), to be read against the single routes above times 8.
+  {
+    name: null,
+    count: BATCH,
+    expect: [201],
+    make: (s, i) => send(s.queue.url, 'POST', '/jobs', { qty: 1, payload: { n: i, note: 'route-cost batch' } }),
+  },
+  {
+    name: null,
+    keep: 'batched',
+    pick: (answer) => answer.leases,
+    make: (s, i) => send(s.queue.url, 'POST', '/claims', { owner: `b${i}`, leaseMs: 600_000, max: BATCH }),
+  },
+  {
+    name: `queue POST /verifications (${BATCH})`,
+    make: (s, i) =>
+      send(s.queue.url, 'POST', '/verifications', {
+        leases: s.state.batched[i].map((lease) => ({ id: lease.id, ...presented(lease) })),
+      }),
+  },
+  {
+    name: `receiver POST /effects?batch (${BATCH})`,
+    who: ['receiver'],
+    make: (s, i) =>
+      send(s.receiver.url, 'POST', '/effects?batch', {
+        effects: Array.from({ length: BATCH }, (_, k) => ({ jobId: `batch-${i}-${k}`, qty: 1, token: 1 })),
+      }),
+  },
+  {
+    name: `gateway POST /sends (${BATCH})`,
+    who: ['gateway', 'queue', 'receiver'],
+    make: (s, i) =>
+      send(s.gateway.url, 'POST', '/sends', {
+        sends: s.state.batched[i].map((lease) => ({ jobId: lease.id, ...presented(lease), qty: 1 })),
+      }),
+  },
+  {
+    name: `queue POST /finishes next (${BATCH})`,
+    make: (s, i) =>
+      send(s.queue.url, 'POST', '/finishes', {
+        owner: s.state.batched[i][0].owner,
+        finishes: s.state.batched[i].map((lease) => ({ id: lease.id, token: lease.token })),
+        next: true,
+      }),
+  },
 ];
 
 /** Chunks per phase: the builds take turns this often, so both see the same load on the machine. */
@@ -279,7 +327,7 @@ for (let round = 0; round < ROUNDS; round++) {
         if (phase.keep) s.state[phase.keep] = answers[k].map(phase.pick);
         if (phase.name === null) return;
         who.forEach((name, w) => {
-          const row = w === 0 ? phase.name : `  ${name}, per send`;
+          const row = w === 0 ? phase.name : `  ${name}, behind ${phase.name.replace(/^gateway /, '')}`;
           (totals[k][row] ??= []).push(spent[k][w] / 1000 / count);
         });
       });

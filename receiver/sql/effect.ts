@@ -1,6 +1,6 @@
 // Record once, per (jobId, key): the effect's row is inserted by its first request and never
 // changed after, but for the mark a repeat leaves.
-import { named } from '../../platform/named-sql.js';
+import { named, namedRows } from '../../platform/named-sql.js';
 import { rowsOf, type Executor, type Row } from '../../platform/sql.js';
 import { EFFECT_COLUMNS, EFFECTS } from './rows.js';
 
@@ -9,13 +9,13 @@ type Stored = { jobId: string; key: string; qty: number | null; body: string | n
 /**
  * Invariant: per (jobId, key) one effect is ever inserted, and a repeat matches only with the
  * same qty and body (NULL for a field left out; bodies as the canonical JSON both were stored in).
- * A match marks the repeat in `duplicate_token`, set only by the update: NULL in the returned row
- * means this statement inserted it. Another qty or body updates nothing and returns no row.
- * Runs after RAISE (fence.ts), while the job's row is held.
+ * A match marks the repeat in `duplicate_token`, set only by the update: NULL in a returned row
+ * means this statement inserted it. Another qty or body updates nothing and returns no row. Each
+ * job appears once. Runs after RAISE (fence.ts), while the jobs' rows are held.
  */
-const RECORD_ONCE = named<Stored & { token: number; appliedAt: number }>(
-  `INSERT INTO ${EFFECTS} (job_id, effect_key, qty, body, token, applied_at)
-  VALUES (@jobId, @key, @qty, @body, @token, @appliedAt)
+const RECORD_ONCE = namedRows<Stored & { token: number; appliedAt: number }>(
+  ['jobId', 'key', 'qty', 'body', 'token', 'appliedAt'],
+  `INSERT INTO ${EFFECTS} (job_id, effect_key, qty, body, token, applied_at) VALUES @rows
   ON CONFLICT (job_id, effect_key) DO UPDATE
     SET duplicate_token = excluded.token
     WHERE ${EFFECTS}.qty IS NOT DISTINCT FROM excluded.qty AND ${EFFECTS}.body IS NOT DISTINCT FROM excluded.body
@@ -26,21 +26,33 @@ const READ = named<{ jobId: string; key: string }>(
   `SELECT ${EFFECT_COLUMNS} FROM ${EFFECTS} WHERE job_id = @jobId AND effect_key = @key`,
 );
 
+export type RecordedOnce = { outcome: 'applied' | 'duplicate' | 'conflict'; row: Row | undefined };
+
 /**
- * `applied` with the row inserted, `duplicate` with the row recorded before, or `conflict` (no
- * row written; the recorded one is read to say so).
+ * Records each effect once, in one statement, each job once: by job id, `applied` with the row
+ * inserted, `duplicate` with the row recorded before, or `conflict` (no row written; the recorded
+ * one is read to say so).
  */
-export async function recordOnce(
+export async function recordEachOnce(
   executor: Executor,
-  stored: Stored,
-  token: number,
+  effects: readonly (Stored & { token: number })[],
   appliedAt: number,
-): Promise<{ outcome: 'applied' | 'duplicate' | 'conflict'; row: Row | undefined }> {
-  const written = rowsOf(await executor.raw(RECORD_ONCE.sql, RECORD_ONCE.bind({ ...stored, token, appliedAt })))[0];
-  if (!written) {
-    const row = rowsOf(await executor.raw(READ.sql, READ.bind({ jobId: stored.jobId, key: stored.key })))[0];
-    return { outcome: 'conflict', row };
+): Promise<Map<string, RecordedOnce>> {
+  const rows = effects.map((effect) => ({ ...effect, appliedAt }));
+  const written = new Map<string, Row>();
+  for (const row of rowsOf(await executor.raw(RECORD_ONCE.sql(rows.length), RECORD_ONCE.bind(rows)))) {
+    written.set(String(row.job_id), row);
   }
-  const duplicate = written.duplicate_token !== null && written.duplicate_token !== undefined;
-  return { outcome: duplicate ? 'duplicate' : 'applied', row: written };
+  const recorded = new Map<string, RecordedOnce>();
+  for (const { jobId, key } of effects) {
+    const row = written.get(jobId);
+    if (!row) {
+      const current = rowsOf(await executor.raw(READ.sql, READ.bind({ jobId, key })))[0];
+      recorded.set(jobId, { outcome: 'conflict', row: current });
+    } else {
+      const duplicate = row.duplicate_token !== null && row.duplicate_token !== undefined;
+      recorded.set(jobId, { outcome: duplicate ? 'duplicate' : 'applied', row });
+    }
+  }
+  return recorded;
 }

@@ -5,8 +5,8 @@
 import type { Executor } from '../../platform/sql.js';
 import { judge, type Effect, type EffectRequest, type JobState, type Judgement, type Outcome } from '../rules.js';
 import type { Recorded } from '../store.js';
-import { recordOnce } from './effect.js';
-import { explainFence, raiseFence, restoreFence } from './fence.js';
+import { recordEachOnce, type RecordedOnce } from './effect.js';
+import { explainFence, raiseFences, restoreFence } from './fence.js';
 import { appendJournal } from './journal.js';
 import { storedFields, toEffect } from './rows.js';
 import { addToTotals } from './totals.js';
@@ -21,34 +21,57 @@ export async function recordIn(
   now: number,
   apply?: (effect: Effect) => Promise<void>,
 ): Promise<Recorded> {
-  const judgement = await judgeIn(executor, request, now);
-  if (judgement.outcome === 'applied' && apply) await apply(judgement.state.effect!);
-  const journal = await appendJournal(executor, { ...request, outcome: judgement.outcome, at: now });
-  if (judgement.outcome === 'applied') await addToTotals(executor, request);
-  return { judgement, journal };
+  const [judgement] = await judgeEachIn(executor, [request], now);
+  if (judgement!.outcome === 'applied' && apply) await apply(judgement!.state.effect!);
+  const [journal] = await appendJournal(executor, [{ ...request, outcome: judgement!.outcome, at: now }]);
+  if (judgement!.outcome === 'applied') await addToTotals(executor, request);
+  return { judgement: judgement!, journal: journal! };
 }
 
 /**
- * The fence first, then the effect: a lower token is refused whatever the key, before the effect
- * is compared. A conflict puts the fence back, so only applied and duplicate raise it.
+ * Judges `requests`, each of another job and in the order of their ids, with one statement for
+ * all their fences and one for all their effects. The fence first, then the effect: a lower token
+ * is refused whatever the key, before the effect is compared. A conflict puts the fence back, so
+ * only applied and duplicate raise it. Refusals are explained by a read each.
  */
-export async function judgeIn(executor: Executor, request: EffectRequest, now: number): Promise<Judgement> {
-  const stored = { jobId: request.jobId, ...storedFields(request) };
-  const fence = await raiseFence(executor, request.jobId, request.token);
-  if (fence === 'fenced') {
-    const row = await explainFence(executor, request.jobId, stored.key);
-    const state: JobState | undefined = row && {
-      ...(row.job_id === null || row.job_id === undefined ? {} : { effect: toEffect(row) }),
-      highestToken: Number(row.highest_token),
-    };
-    return asAllowed(judge(state, request, now), ['fenced'], request);
+export async function judgeEachIn(
+  executor: Executor,
+  requests: readonly EffectRequest[],
+  now: number,
+): Promise<Judgement[]> {
+  const fences = await raiseFences(
+    executor,
+    requests.map(({ jobId, token }) => ({ jobId, token })),
+  );
+  const open = requests.filter((request) => fences.get(request.jobId) !== 'fenced');
+  const effects =
+    open.length === 0
+      ? new Map<string, RecordedOnce>()
+      : await recordEachOnce(
+          executor,
+          open.map((request) => ({ jobId: request.jobId, ...storedFields(request), token: request.token })),
+          now,
+        );
+  const judgements: Judgement[] = [];
+  for (const request of requests) {
+    const fence = fences.get(request.jobId)!;
+    if (fence === 'fenced') {
+      const row = await explainFence(executor, request.jobId, storedFields(request).key);
+      const state: JobState | undefined = row && {
+        ...(row.job_id === null || row.job_id === undefined ? {} : { effect: toEffect(row) }),
+        highestToken: Number(row.highest_token),
+      };
+      judgements.push(asAllowed(judge(state, request, now), ['fenced'], request));
+      continue;
+    }
+    // The job as it was before this request: unknown, or known with the highest token it had.
+    const job = fence === 'new' ? undefined : fence;
+    const { outcome, row } = effects.get(request.jobId)!;
+    if (outcome === 'conflict' && job) await restoreFence(executor, request.jobId, job.highestToken);
+    const state = job && { ...(outcome === 'applied' || !row ? {} : { effect: toEffect(row) }), ...job };
+    judgements.push(asAllowed(judge(state, request, now), [outcome], request));
   }
-  // The job as it was before this request: unknown, or known with the highest token it had.
-  const job = fence === 'new' ? undefined : fence;
-  const { outcome, row } = await recordOnce(executor, stored, request.token, now);
-  if (outcome === 'conflict' && job) await restoreFence(executor, request.jobId, job.highestToken);
-  const state = job && { ...(outcome === 'applied' || !row ? {} : { effect: toEffect(row) }), ...job };
-  return asAllowed(judge(state, request, now), [outcome], request);
+  return judgements;
 }
 
 /** The rule's outcome, when it is one the write allows; otherwise the SQL and the rule disagree. */

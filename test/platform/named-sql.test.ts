@@ -1,7 +1,7 @@
 // The named-parameter helper every store statement is written with: `@name` becomes `?` in
 // order, values follow the placeholders, and a missing or misspelt name is an error.
 import { describe, expect, test } from 'vitest';
-import { named } from '../../platform/named-sql.js';
+import { named, namedRows } from '../../platform/named-sql.js';
 
 describe('named SQL', () => {
   test('each @name becomes ? and the values follow the placeholders, a repeated name repeated', () => {
@@ -29,5 +29,33 @@ describe('named SQL', () => {
   test('a positional ? outside quotes is refused, so the two forms are never mixed', () => {
     expect(() => named('SELECT ? , @a')).toThrow(/takes @name parameters, not "\?"/);
     expect(named(`SELECT '?' AS q`).sql).toBe(`SELECT '?' AS q`);
+  });
+});
+
+describe('named rows', () => {
+  const insert = namedRows<{ id: string; n: number | null }>(
+    ['id', 'n'],
+    'INSERT INTO t (id, n) VALUES @rows ON CONFLICT (id) DO NOTHING RETURNING id',
+  );
+
+  test('@rows becomes one (?, ?) per row, and the values follow row after row in the order of the columns', () => {
+    expect(insert.sql(1)).toBe('INSERT INTO t (id, n) VALUES (?, ?) ON CONFLICT (id) DO NOTHING RETURNING id');
+    expect(insert.sql(3)).toBe(
+      'INSERT INTO t (id, n) VALUES (?, ?), (?, ?), (?, ?) ON CONFLICT (id) DO NOTHING RETURNING id',
+    );
+    expect(
+      insert.bind([
+        { n: 1, id: 'a' },
+        { id: 'b', n: null },
+      ]),
+    ).toEqual(['a', 1, 'b', null]);
+  });
+
+  test('no rows, a missing or an unknown field, another parameter or no @rows is an error', () => {
+    expect(() => insert.sql(0)).toThrow(/1 row or more, not 0/);
+    expect(() => insert.bind([{ id: 'a' } as never])).toThrow(/n was given no value/);
+    expect(() => insert.bind([{ id: 'a', n: 1, m: 2 } as never])).toThrow(/no column m; they take id, n/);
+    expect(() => namedRows(['a'], 'INSERT INTO t (a) VALUES @rows WHERE @b')).toThrow(/no parameter but @rows/);
+    expect(() => namedRows(['a'], 'INSERT INTO t (a) VALUES (?)')).toThrow(/needs @rows/);
   });
 });

@@ -73,6 +73,80 @@ export function effectBatchSuite<Tx>(name: string, factory: () => Promise<Effect
       expect(await store.totals()).toEqual({ effects: 2, qty: 2 });
     });
 
+    test('a batch of distinct jobs, every outcome at once: each as alone, the fences as alone would leave them', async () => {
+      const { store, clock } = await setup();
+      await recordEffect(store, { jobId: 'dup', qty: 1, token: 2 }, clock);
+      await recordEffect(store, { jobId: 'low', qty: 1, token: 5 }, clock);
+      await recordEffect(store, { jobId: 'odd', qty: 1, token: 3 }, clock);
+      await recordEffect(store, { jobId: 'up', qty: 1, token: 1 }, clock);
+      clock.advance(10);
+      const batch: EffectRequest[] = [
+        { jobId: 'up', key: 'second', qty: 4, token: 2 },
+        { jobId: 'odd', qty: 9, token: 4 },
+        { jobId: 'new', key: 'k', qty: 2, body: { b: 1, a: 2 }, token: 1 },
+        { jobId: 'low', qty: 1, token: 4 },
+        { jobId: 'dup', qty: 1, token: 2 },
+      ];
+      const recorded = await store.recordMany(batch, clock);
+      expect(outcomes(recorded)).toEqual(['applied', 'conflict', 'applied', 'fenced', 'duplicate']);
+      expect(recorded.map((r) => r.judgement.state.highestToken)).toEqual([2, 3, 1, 5, 2]);
+      expect(recorded[1]!.judgement.state.effect).toEqual({ jobId: 'odd', qty: 1, token: 3, appliedAt: 1_000_000 });
+      expect(recorded[2]!.judgement.state.effect).toEqual({
+        jobId: 'new',
+        key: 'k',
+        qty: 2,
+        body: { a: 2, b: 1 },
+        token: 1,
+        appliedAt: 1_000_010,
+      });
+      expect(recorded[4]!.judgement.state.effect).toEqual({ jobId: 'dup', qty: 1, token: 2, appliedAt: 1_000_000 });
+      expect(await store.totals()).toEqual({ effects: 4 + 2, qty: 4 + 2 + 4 });
+      // The conflict put odd's fence back to 3; the applied, duplicate and new ones raised theirs.
+      const probes: [EffectRequest, string][] = [
+        [{ jobId: 'odd', key: 'probe', token: 3 }, 'applied'],
+        [{ jobId: 'up', key: 'probe', token: 1 }, 'fenced'],
+        [{ jobId: 'new', key: 'probe', token: 0 }, 'fenced'],
+        [{ jobId: 'low', key: 'probe', token: 5 }, 'applied'],
+      ];
+      for (const [request, outcome] of probes) {
+        expect((await recordEffect(store, request, clock)).judgement.outcome, request.jobId).toBe(outcome);
+      }
+      const journal = await store.journal();
+      expect(journal.slice(4, 9).map((entry) => `${entry.jobId}/${entry.outcome}`)).toEqual([
+        'dup/duplicate',
+        'low/fenced',
+        'new/applied',
+        'odd/conflict',
+        'up/applied',
+      ]);
+      expect(recorded.map((r) => r.journal.seq)).toEqual([9, 8, 7, 6, 5].map((n) => journal[n - 1]!.seq));
+      expect(replayJournal(journal).filter((row) => row.recorded !== row.replayed)).toEqual([]);
+    });
+
+    test('a batch of distinct jobs costs the same statements whatever its size: one per kind, not one per effect', async () => {
+      const { store, clock, onStatement } = await setup();
+      const sent: string[] = [];
+      onStatement((sql) => sent.push(sql));
+      const sizes = [2, 8, 40];
+      const counts: Record<number, number> = {};
+      for (const size of sizes) {
+        sent.length = 0;
+        const recorded = await store.recordMany(
+          Array.from({ length: size }, (_, i) => ({ jobId: `s${size}-${i}`, qty: 1, token: 1 })),
+          clock,
+        );
+        expect(outcomes(recorded)).toEqual(Array.from({ length: size }, () => 'applied'));
+        counts[size] = sent.length;
+      }
+      expect(counts, sent.join('\n')).toEqual({ 2: counts[2], 8: counts[2], 40: counts[2] });
+      const count = (pattern: RegExp) => sent.filter((sql) => pattern.test(sql)).length;
+      expect({
+        fences: count(/insert\s+into\s+receiver_jobs/i),
+        effects: count(/insert\s+into\s+receiver_effects/i),
+        journal: count(/insert\s+into\s+receiver_journal/i),
+      }).toEqual({ fences: 1, effects: 1, journal: 1 });
+    });
+
     test('one transaction for the whole batch: one BEGIN and one COMMIT, one totals update', async () => {
       const { store, clock, onStatement } = await setup();
       const sent: string[] = [];
