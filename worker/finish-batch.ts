@@ -2,10 +2,11 @@
 // wait for it, then go together in one `POST /finishes`, each claiming its slot's next job when
 // the slot wants one. A lone finish is never held back. Each slot still gets its own answer: its
 // job and next lease, or the very refusal the single route would have given it. A request
-// carries only as many finishes as the queue's body limit holds, counted from the sizes of the
-// results, which the caller measured when it checked them (no result is serialized twice).
+// carries only as many finishes as the queue's limits on a body's bytes and keys hold, counted
+// from the sizes of the results, which the caller measured when it checked them (no result is
+// serialized twice).
 import { QueueError } from '../queue/client.js';
-import { BODY_LIMIT_BYTES } from '../platform/json-limits.js';
+import { BODY_LIMIT_BYTES, MAX_JSON_DEPTH, MAX_JSON_KEYS } from '../platform/json-limits.js';
 import { TurnCoalescer } from '../platform/same-turn.js';
 import type { Job, Lease } from '../queue/types.js';
 import type { QueueApi } from './types.js';
@@ -17,6 +18,16 @@ export interface FinishInput {
   owner: string;
   token: number;
   result?: unknown;
+}
+
+/** A result as a finish carries it, serialized as JSON: what the queue's limits count. */
+export interface ResultSize {
+  /** UTF-8 bytes (0 without a result). */
+  bytes: number;
+  /** Object keys, all its objects together. */
+  keys: number;
+  /** Nesting of objects and arrays: `{"a":1}` is 1 deep, a string 0. */
+  depth: number;
 }
 
 export interface FinishAnswer {
@@ -31,6 +42,10 @@ interface Pending {
   claimNext: boolean;
   /** This finish's share of a batch's body: its result serialized, its id and token, in UTF-8 bytes. */
   bytes: number;
+  /** Its share of the batch's object keys: its result's and its own. */
+  keys: number;
+  /** Whether its result is shallow enough to travel inside a batch (three levels below the body's top). */
+  shallow: boolean;
   resolve(answer: FinishAnswer): void;
   reject(err: unknown): void;
 }
@@ -49,6 +64,13 @@ const FINISH_OVERHEAD_BYTES = 48;
 
 /** A batch's body beyond its finishes: `{"owner":…,"finishes":[…],"next":{"leaseMs":…}}`, around the owner's bytes. */
 const BATCH_OVERHEAD_BYTES = 64;
+
+/** The keys of a finish in a batch beyond its result's (`id`, `token`, `result`), and of the batch's body (`owner`, `finishes`, `next`, `leaseMs`). */
+const FINISH_OVERHEAD_KEYS = 3;
+const BATCH_OVERHEAD_KEYS = 4;
+
+/** A result sits three levels down in a batch's body: `{"finishes":[{"result":…}]}`. */
+const BATCH_RESULT_LEVELS = 3;
 
 /** `value` serialized as JSON, in UTF-8 bytes. */
 function jsonBytes(value: string): number {
@@ -74,42 +96,52 @@ export class FinishCoalescer extends TurnCoalescer<Pending> {
 
   /**
    * Finishes `id`; with `claimNext`, claims the next job for the same owner in the same request.
-   * `resultBytes` is `input.result` serialized as JSON, in UTF-8 bytes (0 without a result): what
-   * the finish adds to a batch's body. Rejects as the single route would: a refusal with its
+   * `result` is the size of `input.result` serialized as JSON (zeros without a result): what the
+   * finish adds to a batch's body. Rejects as the single route would: a refusal with its
    * QueueError, no answer with the error that says so — the caller's retries and its reading of
    * a refusal stay its own.
    */
-  finish(id: string, input: FinishInput, claimNext: boolean, resultBytes: number): Promise<FinishAnswer> {
+  finish(id: string, input: FinishInput, claimNext: boolean, result: ResultSize): Promise<FinishAnswer> {
     // A queue API without the batched route (a test's replacement): every finish on its own.
     if (this.queue.finishMany === undefined || !this.batchRoute) {
       return this.single(id, input, claimNext);
     }
     return new Promise((resolve, reject) => {
-      const bytes = resultBytes + jsonBytes(id) + FINISH_OVERHEAD_BYTES;
-      this.enqueue({ id, input, claimNext, bytes, resolve, reject });
+      const bytes = result.bytes + jsonBytes(id) + FINISH_OVERHEAD_BYTES;
+      const keys = result.keys + FINISH_OVERHEAD_KEYS;
+      const shallow = result.depth + BATCH_RESULT_LEVELS <= MAX_JSON_DEPTH;
+      this.enqueue({ id, input, claimNext, bytes, keys, shallow, resolve, reject });
     });
   }
 
   /**
    * The oldest waiting finish and, up to MAX_FINISH_BATCH, those waiting behind it that one
    * request can carry with it: the same owner, the same choice of claiming a next job (the
-   * route asks that of the whole request), and room left under the queue's body limit. The
-   * others keep their place for the next request. The oldest always goes: one too large for the
-   * limit even alone goes alone, by the single route, and is refused as it would be anyway.
+   * route asks that of the whole request), and room left under the queue's limits on a body's
+   * bytes and keys. A result too deep to travel inside a batch goes alone. The others keep their
+   * place for the next request. The oldest always goes: one too large for the limits even alone
+   * goes alone, by the single route, and is refused as it would be anyway.
    */
   protected take(): Pending[] {
     const first = this.waiting[0]!;
     const batch: Pending[] = [];
     const rest: Pending[] = [];
     let bytes = BATCH_OVERHEAD_BYTES + jsonBytes(first.input.owner);
+    let keys = BATCH_OVERHEAD_KEYS;
     for (const pending of this.waiting) {
       const fits =
         pending === first ||
         (batch.length < MAX_FINISH_BATCH &&
+          first.shallow &&
+          pending.shallow &&
           pending.input.owner === first.input.owner &&
           pending.claimNext === first.claimNext &&
-          bytes + pending.bytes <= QUEUE_BODY_LIMIT_BYTES);
-      if (fits) bytes += pending.bytes;
+          bytes + pending.bytes <= QUEUE_BODY_LIMIT_BYTES &&
+          keys + pending.keys <= MAX_JSON_KEYS);
+      if (fits) {
+        bytes += pending.bytes;
+        keys += pending.keys;
+      }
       (fits ? batch : rest).push(pending);
     }
     this.waiting = rest;

@@ -8,7 +8,8 @@ import { GatewayError } from '../gateway/client.js';
 import type { Lease } from '../queue/types.js';
 import type { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
-import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer } from './finish-batch.js';
+import { MAX_JSON_DEPTH, MAX_JSON_KEYS, scanJson } from '../platform/json-limits.js';
+import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer, type ResultSize } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
@@ -43,6 +44,15 @@ const MAX_ERROR_CHARS = 4_096;
  * job fails at once instead, saying why.
  */
 const MAX_RESULT_BYTES = QUEUE_BODY_LIMIT_BYTES - 2_048;
+/**
+ * The most object keys a result may hold: the queue's limit per body less room for the finish's
+ * own (`owner`, `token`, `result`, `next`...). More would be refused (400) on every attempt.
+ */
+export const MAX_RESULT_KEYS = MAX_JSON_KEYS - 16;
+/** The deepest result a finish carries: one level less than the queue takes, for the body around it. */
+export const MAX_RESULT_DEPTH = MAX_JSON_DEPTH - 1;
+
+const NO_RESULT: ResultSize = { bytes: 0, keys: 0, depth: 0 };
 
 type Handled = { kind: 'returned'; result: unknown } | { kind: 'threw'; error: unknown } | { kind: 'grace_over' };
 
@@ -77,28 +87,38 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   await keeper.stop();
   const lease = keeper.lease;
   if (keeper.lost) return none({ status: 'lost', lease, error: keeper.lost });
-  // Serialized once, to check it is JSON; its size then places the finish in a batch.
-  const resultBytes = handled.kind === 'returned' ? jsonBytes(handled.result) : undefined;
+  // Serialized once, to check it is JSON and within the queue's limits; its size then places the
+  // finish in a batch.
+  const size = handled.kind === 'returned' ? resultSize(handled.result) : undefined;
   const output = generation.used ? generationPath(lease.id, lease.token) : undefined;
-  // The result's bytes, and with an output at most `{"value":` `,"output":"…"` `}` around them.
-  const recordedBytes =
-    resultBytes === undefined || output === undefined
-      ? resultBytes
-      : resultBytes + Buffer.byteLength(JSON.stringify(output)) + 20;
+  // With an output, the result becomes `{"value": result, "output": "…"}`: 20 bytes, 2 keys and
+  // a level more, and the path.
+  const recorded: ResultSize | undefined =
+    size === undefined || output === undefined
+      ? size
+      : {
+          bytes: size.bytes + Buffer.byteLength(JSON.stringify(output)) + 20,
+          keys: size.keys + 2,
+          depth: size.depth + 1,
+        };
   const failure =
     handled.kind === 'threw'
       ? errorMessage(handled.error)
-      : recordedBytes === undefined
+      : recorded === undefined
         ? 'the handler returned a value that is not JSON'
-        : recordedBytes > MAX_RESULT_BYTES
-          ? `the handler returned a result of ${recordedBytes} bytes as JSON; a finish carries at most ${MAX_RESULT_BYTES} (the queue takes ${QUEUE_BODY_LIMIT_BYTES} bytes per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
-          : undefined;
+        : recorded.bytes > MAX_RESULT_BYTES
+          ? `the handler returned a result of ${recorded.bytes} bytes as JSON; a finish carries at most ${MAX_RESULT_BYTES} (the queue takes ${QUEUE_BODY_LIMIT_BYTES} bytes per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
+          : recorded.keys > MAX_RESULT_KEYS
+            ? `the handler returned a result of ${recorded.keys} object keys; a finish carries at most ${MAX_RESULT_KEYS} (the queue takes ${MAX_JSON_KEYS} keys per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
+            : recorded.depth > MAX_RESULT_DEPTH
+              ? `the handler returned a result nested ${recorded.depth} deep; a finish carries at most ${MAX_RESULT_DEPTH} (the queue takes ${MAX_JSON_DEPTH} levels per request)`
+              : undefined;
   if (failure !== undefined) return none(await failJob(keeper, deps, failure.slice(0, MAX_ERROR_CHARS)));
   await deps.options.hooks.beforeFinish?.(lease);
   const result = handled.kind === 'returned' ? handled.result : undefined;
   const wantNext = deps.wantNext?.() ?? false;
-  if (output === undefined) return finishJob(keeper, deps, result, recordedBytes ?? 0, wantNext);
-  return finishJob(keeper, deps, resultWithOutput(result, output), recordedBytes ?? 0, wantNext);
+  if (output === undefined) return finishJob(keeper, deps, result, recorded ?? NO_RESULT, wantNext);
+  return finishJob(keeper, deps, resultWithOutput(result, output), recorded ?? NO_RESULT, wantNext);
 }
 
 /** The handler's end, or the end of the grace time after a stop, whichever comes first. */
@@ -271,14 +291,18 @@ function effectRef(effect: EffectInput): { to?: string; key?: string; qty?: numb
   };
 }
 
-/** `value` serialized as JSON, in UTF-8 bytes (0 for undefined: no result); undefined when it is not JSON. */
-function jsonBytes(value: unknown): number | undefined {
-  if (value === undefined) return 0;
+/** `value` serialized as JSON: its bytes, keys and depth (zeros for undefined: no result); undefined when it is not JSON. */
+function resultSize(value: unknown): ResultSize | undefined {
+  if (value === undefined) return NO_RESULT;
+  let json: string | undefined;
   try {
     // A value JSON.stringify leaves out (a function, a symbol) is sent as no result.
-    const json = JSON.stringify(value) as string | undefined;
-    return json === undefined ? 0 : Buffer.byteLength(json);
+    json = JSON.stringify(value) as string | undefined;
   } catch {
     return undefined;
   }
+  if (json === undefined) return NO_RESULT;
+  const bytes = Buffer.from(json);
+  const { keys, depth } = scanJson(bytes);
+  return { bytes: bytes.length, keys, depth };
 }

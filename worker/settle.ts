@@ -4,7 +4,7 @@
 // lease's keeper, which decides and reports a loss: a refusal, or no answer in time.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { WorkerEventBody } from './events.js';
-import type { FinishCoalescer } from './finish-batch.js';
+import type { FinishCoalescer, ResultSize } from './finish-batch.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import {
@@ -40,7 +40,7 @@ export interface Finished {
 }
 
 /**
- * Finishes with `result` (`resultBytes`: its size serialized as JSON, which places it in a
+ * Finishes with `result` (`resultSize`: its size serialized as JSON, which places it in a
  * batch); with `claimNext`, claims the next job for the same owner in the same request — a
  * request it may share with other slots' finishes (finish-batch.ts).
  */
@@ -48,7 +48,7 @@ export async function finishJob(
   keeper: LeaseKeeper,
   deps: SettleDeps,
   result: unknown,
-  resultBytes: number,
+  resultSize: ResultSize,
   claimNext: boolean,
 ): Promise<Finished> {
   const { id, owner, token } = keeper.lease;
@@ -61,7 +61,7 @@ export async function finishJob(
     () => {
       // Handed over now: the request that carries it may leave later, never earlier.
       sentAt = deps.options.clock.now();
-      return deps.finishes.finish(id, body, claimNext, resultBytes);
+      return deps.finishes.finish(id, body, claimNext, resultSize);
     },
     // The earlier attempt landed and only its answer was lost. A next job it claimed is not
     // known to anyone: its lease runs out, and the job is claimable again then.

@@ -1,7 +1,7 @@
 // Finishes coalesced across a worker's slots, against the real queue behind a proxy that counts,
 // holds and cuts requests: slots that finish together share one POST /finishes, each getting its
 // own job, its own next lease and its own refusal; a lone finish goes at once by the single
-// route; a batch holds no more than the queue's body limit; a batch refused whole is sent
+// route; a batch holds no more than the queue's body and key limits; a batch refused whole is sent
 // again one finish at a time; a cut answer is retried by each finish on its own path, and
 // recognised as landed.
 import { describe, expect, test } from 'vitest';
@@ -131,43 +131,49 @@ describe('finishes coalesced across slots', () => {
     expect(again + proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length).toBe(8);
   });
 
-  test('results too large for one request together go in several batches, each under the body limit: none refused, no finish sent twice', async () => {
-    const s = await setup();
-    const proxy = await queueProxy(s.queue.url);
-    const jobs = ids('j', 8);
-    await enqueue(s, jobs);
-    const handlers = gate(8);
-    void handlers.full.then(handlers.open);
+  test.each([
     // 300 KiB each: three fit the queue's 1 MiB body limit together, four do not.
-    const big = 'x'.repeat(300 * 1024);
+    ['bytes', 'x'.repeat(300 * 1024)],
+    // 3000 keys each, small in bytes: three fit the queue's 10 000 keys together, four do not.
+    ['keys', Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`k${i}`, 1]))],
+  ])(
+    'results with too many %s for one request together go in several batches, each under the limit: none refused, no finish sent twice',
+    async (_kind, big) => {
+      const s = await setup();
+      const proxy = await queueProxy(s.queue.url);
+      const jobs = ids('j', 8);
+      await enqueue(s, jobs);
+      const handlers = gate(8);
+      void handlers.full.then(handlers.open);
 
-    const run = start(
-      s,
-      proxy,
-      async () => {
-        await handlers.wait();
-        return big;
-      },
-      { concurrency: 8, maxJobs: 8 },
-    );
+      const run = start(
+        s,
+        proxy,
+        async () => {
+          await handlers.wait();
+          return big;
+        },
+        { concurrency: 8, maxJobs: 8 },
+      );
 
-    await expect(run.running).resolves.toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
-    // No request refused: neither a batch nor a finish alone.
-    expect(proxy.answers.filter((a) => !a.startsWith('200 ') && !a.startsWith('204 '))).toEqual([]);
-    const sizes = proxy.batches.map((b) => b.finishes.length);
-    expect(sizes.length).toBeGreaterThanOrEqual(2);
-    for (const size of sizes) expect(size).toBeLessThanOrEqual(3);
-    // Each job in exactly one request: in one batch, or alone.
-    const batched = proxy.batches.flatMap((b) => b.finishes.map((f) => f.id));
-    expect(new Set(batched).size).toBe(batched.length);
-    const alone = proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length;
-    expect(batched.length + alone).toBe(8);
-    expect(sizes.reduce((n, size) => n + size, 0)).toBeGreaterThan(alone);
-    for (const id of jobs) {
-      expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
-      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: big });
-    }
-  });
+      await expect(run.running).resolves.toEqual({ claimed: 8, finished: 8, failed: 0, lost: 0, released: 0 });
+      // No request refused: neither a batch nor a finish alone.
+      expect(proxy.answers.filter((a) => !a.startsWith('200 ') && !a.startsWith('204 '))).toEqual([]);
+      const sizes = proxy.batches.map((b) => b.finishes.length);
+      expect(sizes.length).toBeGreaterThanOrEqual(2);
+      for (const size of sizes) expect(size).toBeLessThanOrEqual(3);
+      // Each job in exactly one request: in one batch, or alone.
+      const batched = proxy.batches.flatMap((b) => b.finishes.map((f) => f.id));
+      expect(new Set(batched).size).toBe(batched.length);
+      const alone = proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length;
+      expect(batched.length + alone).toBe(8);
+      expect(sizes.reduce((n, size) => n + size, 0)).toBeGreaterThan(alone);
+      for (const id of jobs) {
+        expect(timeline(run.events, id)).toEqual(['claimed', 'finished']);
+        expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: big });
+      }
+    },
+  );
 
   test('a batch the queue refuses whole (400 invalid_request) changed nothing, and is sent again one finish at a time', async () => {
     const s = await setup();

@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { cleanupOrphans, LeaseLostError, type JobContext } from '../../worker/index.js';
+import { MAX_RESULT_DEPTH, MAX_RESULT_KEYS } from '../../worker/run-lease.js';
 import { eventually, setup } from './setup.js';
 
 describe('a result too large for the queue', () => {
@@ -20,6 +21,53 @@ describe('a result too large for the queue', () => {
     const job = await s.client.get('huge');
     expect(job?.lastError).toMatch(/^the handler returned a result of 1048578 bytes as JSON; a finish carries at most/);
     expect(events.map((e) => e.event)).not.toContain('call_failed');
+  });
+});
+
+describe('a result with more keys or depth than the queue takes', () => {
+  /** An object of `keys` keys, all at the top. */
+  const keyed = (keys: number) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i]));
+  /** Arrays nested `depth` deep: `[[…[]…]]`. */
+  const nested = (depth: number): unknown[] => (depth === 1 ? [] : [nested(depth - 1)]);
+
+  test.each([
+    [
+      'keys',
+      keyed(MAX_RESULT_KEYS + 1),
+      /^the handler returned a result of \d+ object keys; a finish carries at most \d+/,
+    ],
+    [
+      'depth',
+      nested(MAX_RESULT_DEPTH + 1),
+      /^the handler returned a result nested \d+ deep; a finish carries at most \d+/,
+    ],
+  ])(
+    '%s past what a finish carries: fails the job at once, saying so, and no finish is sent',
+    async (_kind, result, message) => {
+      const s = await setup();
+      await s.client.enqueue({ id: 'wide', qty: 1 });
+      const { worker, events } = s.worker();
+
+      const outcome = await worker.process((await worker.claim())!, () => result);
+
+      expect(outcome).toMatchObject({ status: 'failed', job: { status: 'pending', attempts: 1 } });
+      expect((await s.client.get('wide'))?.lastError).toMatch(message);
+      expect(events.map((e) => e.event)).not.toContain('call_failed');
+    },
+  );
+
+  test.each([
+    ['keys', keyed(MAX_RESULT_KEYS)],
+    ['depth', nested(MAX_RESULT_DEPTH)],
+  ])('exactly the most %s a finish carries: finished, and the queue keeps the result', async (_kind, result) => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'edge', qty: 1 });
+    const { worker } = s.worker();
+
+    const outcome = await worker.process((await worker.claim())!, () => result);
+
+    expect(outcome).toMatchObject({ status: 'finished' });
+    expect((await s.client.get('edge'))?.result).toEqual(result);
   });
 });
 
