@@ -2,6 +2,7 @@
 // that started it, but only once the promise jobs already queued have run, so the calls those
 // jobs make (the sends of one `POST /sends`, the slots one answer brought back) go together
 // instead of the first alone and the rest after it.
+import { ServiceError } from './service-error.js';
 
 /**
  * Resolves once the promise jobs queued now have run, within the same turn of the event loop: a
@@ -17,9 +18,11 @@ export function sameTurn(): Promise<void> {
  * while a request is on its way wait for it, then go together. A subclass says how a batch is
  * cut from what waits (`take`), and how one call and several are sent (`one`, `many`).
  */
-export abstract class TurnCoalescer<P> {
+export abstract class TurnCoalescer<P extends { reject(err: unknown): void }> {
   protected waiting: P[] = [];
   private inFlight = false;
+  /** False once the peer answered that it has no batch route (a version before it): every call then goes alone. */
+  protected batchRoute = true;
 
   /** Adds `pending` to what waits, and starts sending unless a request is on its way. */
   protected enqueue(pending: P): void {
@@ -34,6 +37,22 @@ export abstract class TurnCoalescer<P> {
   protected abstract take(): P[];
   protected abstract one(pending: P): Promise<void>;
   protected abstract many(batch: P[]): Promise<void>;
+
+  /**
+   * A batch whose request brought no answers. Refused whole (a 4xx: it cannot be laid at any one
+   * call's door, and changed nothing): each call is sent again alone, and a peer without the
+   * route at all (`not_found`) gets every call alone from then on. No answer (unreachable, timed
+   * out, 5xx): each call may or may not have landed, so each fails with `err`, as its own
+   * request would have, and its caller handles that as it handles any call without an answer.
+   */
+  protected async unanswered(batch: P[], err: unknown): Promise<void> {
+    if (err instanceof ServiceError && err.status < 500) {
+      if (err.code === 'not_found') this.batchRoute = false;
+      await Promise.all(batch.map((pending) => this.one(pending)));
+    } else {
+      for (const pending of batch) pending.reject(err);
+    }
+  }
 
   private async drain(): Promise<void> {
     try {

@@ -83,9 +83,6 @@ function jsonBytes(value: string): number {
  * back finish in those jobs, and go together instead of the first alone and the rest after it.
  */
 export class FinishCoalescer extends TurnCoalescer<Pending> {
-  /** False once the queue answered that it has no POST /finishes (a version before it). */
-  private batchRoute = true;
-
   /** `leaseMs`: how long each next lease is asked for. */
   constructor(
     private readonly queue: FinishApi,
@@ -165,12 +162,10 @@ export class FinishCoalescer extends TurnCoalescer<Pending> {
 
   /**
    * Several finishes in one request. Each gets its own result; a next lease goes to each
-   * accepted finish in turn (a refused one claims nothing). A request refused whole (4xx: its
-   * shape, its size should a result's serialized size have been misjudged) cannot be laid at any one finish's door and changed nothing, so each is
-   * sent again alone; a queue without the route at all (`not_found`) gets every finish alone from
-   * then on. No answer (unreachable, timed out, 5xx, an answer that is not one result
-   * per finish): the batch may or may not have landed, so each finish fails as its own request
-   * would have, and its caller retries it as it retries any finish without an answer.
+   * accepted finish in turn (a refused one claims nothing). A request refused whole (its shape,
+   * its size should a result's have been misjudged) or not answered goes as `unanswered` says;
+   * an answer that is not one result per finish fails each finish, which may or may not have
+   * landed, and its caller retries it as it retries any finish without an answer.
    */
   protected async many(batch: Pending[]): Promise<void> {
     const { owner } = batch[0]!.input;
@@ -182,12 +177,7 @@ export class FinishCoalescer extends TurnCoalescer<Pending> {
     try {
       answer = await this.queue.finishMany!(owner, finishes, claimNext ? { next: { leaseMs: this.leaseMs } } : {});
     } catch (err) {
-      if (err instanceof QueueError && err.status < 500) {
-        if (err.code === 'not_found') this.batchRoute = false;
-        await Promise.all(batch.map((pending) => this.one(pending)));
-      } else {
-        for (const pending of batch) pending.reject(err);
-      }
+      await this.unanswered(batch, err);
       return;
     }
     if (answer.results.length !== batch.length) {

@@ -27,9 +27,6 @@ interface Pending {
 }
 
 export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSender {
-  /** False once the gateway answered that it has no POST /sends (a version before it). */
-  private batchRoute = true;
-
   constructor(private readonly gateway: EffectSender) {
     super();
   }
@@ -100,11 +97,9 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
 
   /**
    * Several sends in one request. No one send's abort cancels it for the rest; it is cancelled
-   * only once every send in it was aborted. A request refused whole (a 4xx: a send the gateway
-   * finds bad, a gateway without the route) judged none of them, so each is sent again alone;
-   * a gateway without the route gets every send alone from then on. No answer (unreachable,
-   * timed out, 5xx, an answer that is not one result per send): each send may or may not have
-   * been forwarded, so each fails as its own request would have.
+   * only once every send in it was aborted. A request refused whole (a send the gateway finds
+   * bad, a gateway without the route) or not answered goes as `unanswered` says; an answer
+   * that is not one result per send fails each send, which may or may not have been forwarded.
    */
   protected async many(batch: Pending[]): Promise<void> {
     const cancel = new AbortController();
@@ -121,12 +116,7 @@ export class SendCoalescer extends TurnCoalescer<Pending> implements EffectSende
       );
     } catch (err) {
       if (cancel.signal.aborted) return; // every send was settled by its own abort
-      if (err instanceof GatewayError && err.status < 500) {
-        if (err.code === 'not_found') this.batchRoute = false;
-        await Promise.all(batch.map((pending) => this.one(pending)));
-      } else {
-        for (const pending of batch) pending.reject(err);
-      }
+      await this.unanswered(batch, err);
       return;
     } finally {
       for (const pending of batch) pending.signal?.removeEventListener('abort', onAbort);

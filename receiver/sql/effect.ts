@@ -26,7 +26,7 @@ const READ = named<{ jobId: string; key: string }>(
   `SELECT ${EFFECT_COLUMNS} FROM ${EFFECTS} WHERE job_id = @jobId AND effect_key = @key`,
 );
 
-export type RecordedOnce = { outcome: 'applied' | 'duplicate' | 'conflict'; row: Row | undefined };
+type RecordedOnce = { outcome: 'applied' | 'duplicate' | 'conflict'; row: Row | undefined };
 
 /**
  * Records each effect once, in one statement, each job once: by job id, `applied` with the row
@@ -38,12 +38,13 @@ export async function recordEachOnce(
   effects: readonly (Stored & { token: number })[],
   appliedAt: number,
 ): Promise<Map<string, RecordedOnce>> {
+  const recorded = new Map<string, RecordedOnce>();
+  if (effects.length === 0) return recorded;
   const rows = effects.map((effect) => ({ ...effect, appliedAt }));
   const written = new Map<string, Row>();
   for (const row of rowsOf(await executor.raw(RECORD_ONCE.sql(rows.length), RECORD_ONCE.bind(rows)))) {
     written.set(String(row.job_id), row);
   }
-  const recorded = new Map<string, RecordedOnce>();
   for (const { jobId, key } of effects) {
     const row = written.get(jobId);
     if (!row) {

@@ -5,7 +5,7 @@
 import type { Executor } from '../../platform/sql.js';
 import { judge, type Effect, type EffectRequest, type JobState, type Judgement, type Outcome } from '../rules.js';
 import type { Recorded } from '../store.js';
-import { recordEachOnce, type RecordedOnce } from './effect.js';
+import { recordEachOnce } from './effect.js';
 import { explainFence, raiseFences, restoreFence } from './fence.js';
 import { appendJournal } from './journal.js';
 import { storedFields, toEffect } from './rows.js';
@@ -44,14 +44,11 @@ export async function judgeEachIn(
     requests.map(({ jobId, token }) => ({ jobId, token })),
   );
   const open = requests.filter((request) => fences.get(request.jobId) !== 'fenced');
-  const effects =
-    open.length === 0
-      ? new Map<string, RecordedOnce>()
-      : await recordEachOnce(
-          executor,
-          open.map((request) => ({ jobId: request.jobId, ...storedFields(request), token: request.token })),
-          now,
-        );
+  const effects = await recordEachOnce(
+    executor,
+    open.map((request) => ({ jobId: request.jobId, ...storedFields(request), token: request.token })),
+    now,
+  );
   const judgements: Judgement[] = [];
   for (const request of requests) {
     const fence = fences.get(request.jobId)!;
