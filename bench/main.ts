@@ -13,6 +13,7 @@ import {
   DEFAULT_E2E_PROCESSES,
   DEFAULT_PAIR_MS,
   DEFAULT_SLICE_MS,
+  DEFAULT_WARM_UP_ROUNDS,
   DEFAULT_WORKERS,
   PRESETS,
   resolveOptions,
@@ -54,6 +55,14 @@ const program = new Command('npm run bench --')
   )
   .addOption(
     new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(parseWholeNumber),
+  )
+  .addOption(
+    new Option(
+      '--warm-up-rounds <n>',
+      'rounds run first and not counted, every column in turn as in a measured round, so that no column is measured cold',
+    )
+      .argParser(parseWholeNumber)
+      .default(DEFAULT_WARM_UP_ROUNDS),
   )
   .addOption(
     new Option(

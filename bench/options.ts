@@ -12,6 +12,7 @@ export interface BenchFlags {
   json?: boolean;
   testkit?: boolean;
   rounds?: number;
+  warmUpRounds?: number;
   windowMs?: number;
   sliceMs?: number;
   pairMs?: number;
@@ -36,6 +37,11 @@ export interface BenchOptions {
   preset: 'quick' | 'full';
   json: boolean;
   rounds: number;
+  /**
+   * Rounds run first and not counted: every column's processes load, fill their caches and have
+   * their hot code compiled before anything is measured, so round 1 is not the cold one.
+   */
+  warmUpRounds: number;
   /** Measured time per column and round. */
   windowMs: number;
   /** Columns take turns in slices of about this long within a round. */
@@ -93,6 +99,7 @@ export const PRESETS = {
 } as const;
 
 export const DEFAULT_BACKLOG = 1_000;
+export const DEFAULT_WARM_UP_ROUNDS = 1;
 export const DEFAULT_SLICE_MS = 250;
 export const DEFAULT_PAIR_MS = 100;
 export const DEFAULT_WORKERS = 8;
@@ -105,6 +112,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   const preset = flags.quick ? 'quick' : 'full';
   const base = PRESETS[preset];
   const rounds = flags.rounds ?? base.rounds;
+  const warmUpRounds = flags.warmUpRounds ?? DEFAULT_WARM_UP_ROUNDS;
   const windowMs = flags.windowMs ?? base.windowMs;
   const sliceMs = Math.min(flags.sliceMs ?? DEFAULT_SLICE_MS, windowMs);
   const pairMs = flags.pairMs ?? DEFAULT_PAIR_MS;
@@ -134,6 +142,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
     preset,
     json: flags.json ?? false,
     rounds,
+    warmUpRounds,
     windowMs,
     sliceMs,
     pairMs,

@@ -52,7 +52,7 @@ export function renderText(run: RunRecord, analysis: Analysis): string {
   const lat = analysis.latency;
   const out: string[] = [];
   out.push(
-    `leasehold benchmark (${o.preset}): ${o.rounds} rounds; per round each column runs ${o.windowMs} ms in slices of ${o.sliceMs} ms, columns taking turns;`,
+    `leasehold benchmark (${o.preset}): ${o.rounds} rounds after ${o.warmUpRounds} not counted; per round each column runs ${o.windowMs} ms in slices of ${o.sliceMs} ms, columns taking turns;`,
     o.pairMs > 0
       ? `the limit runs ${o.pairMs} ms just before each slice of every SQLite column, and each ratio divides by the limit so paired`
       : 'each ratio divides by the limit of the whole round',

@@ -105,9 +105,9 @@ export async function runBench(
     const rounds: RoundRecord[] = [];
     const limitIds = ['limit', 'pgLimit'];
     let limitTxPerSec = perSecond(await probes[0]!.slice(Math.min(options.windowMs, 500)));
-    for (let round = 1; round <= options.rounds; round++) {
+    /** Every column in turn for one round's window; `round` 0 for a warm-up round. */
+    const columnsOf = async (round: number): Promise<Record<string, Throughput>> => {
       const ctx: RoundContext = { round, windowMs: options.windowMs, limitTxPerSec, backlog: options.backlog };
-      const roundStarted = Date.now();
       // PostgreSQL's columns are ratios of PostgreSQL's limit, which runs once per pass.
       const results = await interleave(
         probes,
@@ -117,10 +117,24 @@ export async function runBench(
         (i) => specs[i]!.paired !== false && !specs[i]!.id.startsWith('pg'),
         (i) => specs[i]?.minSliceMs ?? 0,
       );
-      const columnsMs = Date.now() - roundStarted;
       const columns: Record<string, Throughput> = {};
       specs.forEach((spec, i) => (columns[spec.id] = results[i]!));
       limitTxPerSec = Math.max(...limitIds.map((id) => columns[id]?.perSec ?? 0));
+      return columns;
+    };
+    // Not counted: a process measured in its first seconds runs code not yet compiled, and the
+    // columns would not start alike (in-process ones share the benchmark's warmed code).
+    for (let warmUp = 1; warmUp <= options.warmUpRounds; warmUp++) {
+      const warmUpStarted = Date.now();
+      const columns = await columnsOf(0);
+      progress(
+        `warm-up ${warmUp}/${options.warmUpRounds}, not counted: ${columnList(columns)} per s; took ${((Date.now() - warmUpStarted) / 1000).toFixed(1)} s`,
+      );
+    }
+    for (let round = 1; round <= options.rounds; round++) {
+      const roundStarted = Date.now();
+      const columns = await columnsOf(round);
+      const columnsMs = Date.now() - roundStarted;
       const lat = await latency.measure(round);
       const pickup: Record<string, PickupSample> = {};
       for (const probe of pickups) pickup[probe.journal] = await probe.measure(options.pickupSamples);
@@ -169,6 +183,13 @@ function environment(): RunRecord['environment'] {
   };
 }
 
+/** `id perSec` for each column, with its errors. */
+function columnList(columns: Record<string, Throughput>): string {
+  return Object.entries(columns)
+    .map(([id, t]) => `${id} ${t.perSec.toFixed(0)}${t.errors ? ` (${t.errors} errors: ${t.firstError})` : ''}`)
+    .join(', ');
+}
+
 function progressLine(
   round: number,
   of: number,
@@ -176,9 +197,7 @@ function progressLine(
   lat: LatencySample,
   pickup: Record<string, PickupSample>,
 ): string {
-  const cols = Object.entries(columns)
-    .map(([id, t]) => `${id} ${t.perSec.toFixed(0)}${t.errors ? ` (${t.errors} errors: ${t.firstError})` : ''}`)
-    .join(', ');
+  const cols = columnList(columns);
   const picked = Object.entries(pickup)
     .map(
       ([journal, p]) =>
