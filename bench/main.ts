@@ -22,7 +22,7 @@ import {
 import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
-import { killAll, profileChildrenInto } from './processes.js';
+import { killAll, passNodeFlags, profileChildrenInto } from './processes.js';
 import { renderTestkit, runTestkitBench } from './testkit.js';
 import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
 
@@ -134,6 +134,10 @@ const program = new Command('npm run bench --')
     '--cpu-prof-dir <dir>',
     'write a V8 CPU profile of every service, reference front and worker process into <dir>; summarise with `node dist/bench/cpu-profiles.js <dir>`',
   )
+  .option(
+    '--node-flags <flags>',
+    'Node.js or V8 flags, space-separated, for every Node.js process the benchmark starts (services, worker processes, reference fronts), e.g. "--no-opt" to run them without V8\'s optimizing compiler',
+  )
   .addHelpText(
     'after',
     [
@@ -161,6 +165,7 @@ if (flags.testkit) {
 }
 installCounters();
 const options = checkOptions(program, {}, () => resolveOptions(flags));
+if (flags.nodeFlags) passNodeFlags(flags.nodeFlags.split(/\s+/).filter(Boolean));
 if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);

@@ -31,6 +31,7 @@ export interface BenchFlags {
   profileOnly?: boolean;
   profileRounds?: number;
   cpuProfDir?: string;
+  nodeFlags?: string;
 }
 
 export interface BenchOptions {

@@ -84,7 +84,7 @@ export function startScript(name: string, path: string, args: string[], timeoutM
   return listening(name, spawnNode([path, ...args], childOptions(name, counts)), counts, timeoutMs);
 }
 
-/** Node flags for the services and reference fronts: empty, or a CPU profile each. */
+/** Node flags for the services and reference fronts: `--node-flags`, then a CPU profile each if asked. */
 let childNodeFlags: string[] = [];
 let profileDir: string | undefined;
 
@@ -92,7 +92,12 @@ let profileDir: string | undefined;
 export function profileChildrenInto(dir: string): void {
   mkdirSync(dir, { recursive: true });
   profileDir = dir;
-  childNodeFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  childNodeFlags = [...childNodeFlags, '--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
+/** From now on, every Node.js child the benchmark starts runs with `flags` too (`--node-flags`). */
+export function passNodeFlags(flags: readonly string[]): void {
+  childNodeFlags = [...childNodeFlags, ...flags];
 }
 
 /** Where profiles are written, which process each pid was (cpu-profiles.ts reads it): one JSON line each. */
