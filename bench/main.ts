@@ -13,7 +13,6 @@ import {
   DEFAULT_E2E_PROCESSES,
   DEFAULT_PAIR_MS,
   DEFAULT_SLICE_MS,
-  DEFAULT_WARM_UP_ROUNDS,
   DEFAULT_WORKERS,
   PRESETS,
   resolveOptions,
@@ -36,7 +35,7 @@ const program = new Command('npm run bench --')
   )
   .option(
     '--quick',
-    `short run, under a minute: ${quick.rounds} rounds of ${quick.windowMs} ms, ${quick.samples} latency samples, no reference columns, no breakdown`,
+    `short run, under a minute: ${quick.warmUpRounds} warm-up and ${quick.rounds} measured rounds of ${quick.windowMs} ms, ${quick.samples} latency samples, no reference columns, no breakdown`,
   )
   .option(
     '--peers',
@@ -59,10 +58,8 @@ const program = new Command('npm run bench --')
   .addOption(
     new Option(
       '--warm-up-rounds <n>',
-      'rounds run first and not counted, every column in turn as in a measured round, so that no column is measured cold',
-    )
-      .argParser(parseWholeNumber)
-      .default(DEFAULT_WARM_UP_ROUNDS),
+      `rounds run first and not counted, every column in turn as in a measured round, so that no column is measured cold (default ${full.warmUpRounds}, --quick ${quick.warmUpRounds})`,
+    ).argParser(parseWholeNumber),
   )
   .addOption(
     new Option(

@@ -79,6 +79,8 @@ export interface BenchOptions {
 export const PRESETS = {
   full: {
     rounds: 10,
+    /** Enough for the end-to-end column's services to be mostly warm (docs/benchmarks.md, "Warm-up"). */
+    warmUpRounds: 3,
     windowMs: 1_500,
     samples: 150,
     pickupSamples: 60,
@@ -89,6 +91,7 @@ export const PRESETS = {
   },
   quick: {
     rounds: 5,
+    warmUpRounds: 1,
     windowMs: 300,
     samples: 40,
     pickupSamples: 20,
@@ -100,7 +103,6 @@ export const PRESETS = {
 } as const;
 
 export const DEFAULT_BACKLOG = 1_000;
-export const DEFAULT_WARM_UP_ROUNDS = 1;
 export const DEFAULT_SLICE_MS = 250;
 export const DEFAULT_PAIR_MS = 100;
 export const DEFAULT_WORKERS = 8;
@@ -113,7 +115,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   const preset = flags.quick ? 'quick' : 'full';
   const base = PRESETS[preset];
   const rounds = flags.rounds ?? base.rounds;
-  const warmUpRounds = flags.warmUpRounds ?? DEFAULT_WARM_UP_ROUNDS;
+  const warmUpRounds = flags.warmUpRounds ?? base.warmUpRounds;
   const windowMs = flags.windowMs ?? base.windowMs;
   const sliceMs = Math.min(flags.sliceMs ?? DEFAULT_SLICE_MS, windowMs);
   const pairMs = flags.pairMs ?? DEFAULT_PAIR_MS;
