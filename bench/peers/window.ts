@@ -24,26 +24,11 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-/** Jobs a worker runs, untimed, before its first slice: connections opened, code warmed up. */
-const WARM_UP_JOBS = 20;
-const WARM_UP_LIMIT_MS = 5_000;
-
 /**
- * The probe of a worker, after a warm-up run of a few jobs. `guess`: jobs per raw limit
- * transaction to size the first slice by (as `Sizing`).
+ * The probe of a worker. `guess`: jobs per raw limit transaction to size the first slice by (as
+ * `Sizing`). It is warmed up as every column is, by the run's warm-up rounds (run.ts).
  */
-export async function windowProbe(worker: RunningWorker, guess: number): Promise<ThroughputProbe> {
-  try {
-    await worker.topUp(WARM_UP_JOBS);
-    const from = worker.completed;
-    await worker.go();
-    const until = Date.now() + WARM_UP_LIMIT_MS;
-    while (worker.completed - from < WARM_UP_JOBS && Date.now() < until) await sleep(20);
-    await worker.halt();
-  } catch (err) {
-    await worker.close().catch(() => undefined);
-    throw err;
-  }
+export function windowProbe(worker: RunningWorker, guess: number): ThroughputProbe {
   const sizing = new Sizing(guess);
   let pending = 0;
   return {
