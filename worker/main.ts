@@ -162,6 +162,7 @@ export function workerCommand(): Command {
           waitMs: flags.waitMs,
           pollMs: flags.pollMs,
           graceMs: flags.graceMs,
+          ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
         }),
       );
       await runWorkerProcess(flags);

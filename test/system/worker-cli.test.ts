@@ -103,6 +103,7 @@ describe('leasehold worker', () => {
     [['--queue', 'ftp://example'], 'leasehold worker: --queue must be an http:// URL'],
     [['--concurrency', '101'], 'leasehold worker: --concurrency must be an integer from 1 to 100, not 101'],
     [['--wait-ms', '30001'], 'leasehold worker: --wait-ms must be an integer from 0 to 30000, not 30001'],
+    [['--output-root', ''], 'leasehold worker: --output-root must be a folder path, not ""'],
   ])('bad flags %j: one line on stderr, exit code 2', async (args, line) => {
     const run = cli(['worker', ...args]);
     expect((await run.exited).code).toBe(2);
