@@ -22,7 +22,14 @@ export interface RunningServices {
 
 export async function startServices(options: StartOptions): Promise<RunningServices> {
   const dataDir = resolve(options.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (err) {
+    // A file in the way, or a folder this process may not write: say which flag to change.
+    throw new Error(
+      `cannot make the --data folder ${options.dataDir} (${(err as Error).message}); pick a folder this process may write to, with --data`,
+    );
+  }
   const group = new ChildGroup();
   let stopping = false;
   const stop = async () => {

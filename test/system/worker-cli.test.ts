@@ -3,7 +3,7 @@
 // second signal that exits at once; the three services started together and stopped with
 // Ctrl-C. Run after `npm run build`.
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, onTestFinished, test } from 'vitest';
 import { spawnCli, type ExitInfo } from '../../platform/spawn.js';
@@ -307,5 +307,16 @@ describe('leasehold start', () => {
     expect(await run.exited).toEqual({ code: 0, signal: null });
     expect(run.lines.at(-1)).toBe('stopped');
     await expect(fetch(`${url('queue')}/healthz`)).rejects.toThrow();
+  });
+
+  test('--data naming a file: one line on stderr saying which flag to change, exit code 1', async () => {
+    const file = join(tempDir('leasehold-start-'), 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    const run = cli(['start', '--queue-port', '0', '--gateway-port', '0', '--receiver-port', '0', '--data', file]);
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    expect(run.lines).toEqual([]);
+    expect(run.stderr()).toMatch(/^[^\n]+\n$/);
+    expect(run.stderr()).toContain(`leasehold start: cannot make the --data folder ${file} (EEXIST`);
+    expect(run.stderr()).toContain('pick a folder this process may write to, with --data');
   });
 });
