@@ -144,7 +144,8 @@ export function workerCommand(): Command {
         '',
         'SIGTERM or SIGINT: no new claims; running jobs may finish within --grace-ms, then the leases of those still',
         'running are released (claimable by another worker at once, the attempt given back) and their handlers',
-        'aborted; exit code 0. A second signal exits at once (1), printing an "exiting" line.',
+        'aborted; exit code 0. A second signal exits at once (1), printing an "exiting" line. A closed stdout',
+        '(leasehold worker | head) stops it as SIGTERM does.',
         '',
         'The stall flags exist for the demo: they hold the worker at the point where a pause hurts most, so the',
         'demo can freeze it there (SIGSTOP) and show that what it does after waking up is refused.',
@@ -183,10 +184,13 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       lines.printNow(exiting);
       process.exit(1);
     }
+    beginStop({ signal }, `${signal} received`);
+  };
+  const beginStop = (fields: object, why: string) => {
     stopping = true;
     logger.info(
-      { signal, graceMs: flags.graceMs },
-      `${signal} received: no new claims; running jobs have ${flags.graceMs} ms to end`,
+      { ...fields, graceMs: flags.graceMs },
+      `${why}: no new claims; running jobs have ${flags.graceMs} ms to end`,
     );
     // The grace, the releases and a margin; then exit regardless.
     setTimeout(() => process.exit(1), flags.graceMs + 10_000).unref();
@@ -194,6 +198,12 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // The reader of the events went away (`leasehold worker | head`): rather than crash with the
+  // leases in hand, stop as on SIGTERM, the lines that follow going nowhere.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    if (!stopping) beginStop({ stdout: 'closed' }, 'stdout closed');
+  });
 
   const stalls = stallHooks({
     name: flags.name,

@@ -194,6 +194,34 @@ describe('leasehold worker', () => {
     expect(await s.receiver.journal()).toEqual([]);
   });
 
+  test('stdout closed by its reader mid-job: stops as on SIGTERM, the lease released, exit 0 without a stack trace', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'piped', qty: 1 });
+    const run = cli([
+      'worker',
+      '--queue',
+      s.queue.url,
+      '--gateway',
+      s.gateway.url,
+      '--name',
+      'cli-pipe',
+      '--lease-ms',
+      '900',
+      '--work-ms',
+      '60000',
+      '--grace-ms',
+      '300',
+    ]);
+    await run.line(/"event":"claimed"/);
+    // As `leasehold worker | head -2` does after its second line; the next renewal's line finds no reader.
+    run.child.stdout!.destroy();
+
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.stderr()).not.toMatch(/EPIPE|Unhandled|\n\s+at /);
+    expect(run.stderr()).toContain('stdout closed: no new claims');
+    expect(await s.client.get('piped')).toMatchObject({ status: 'pending', attempts: 0, lastError: null });
+  });
+
   test('a second SIGTERM exits at once with 1, printing an "exiting" line', async () => {
     const s = await setup();
     await s.client.enqueue({ id: 'long', qty: 1 });
