@@ -85,6 +85,16 @@ export function demoCommand(): Command {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      // The reader went away (`leasehold demo | head`): stop every process as Ctrl-C does, and say
+      // on stderr where the files are, since stdout reaches nobody now.
+      let stdoutClosed = false;
+      process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPIPE') throw err;
+        if (stdoutClosed) return;
+        stdoutClosed = true;
+        process.stderr.write('leasehold demo: stdout closed: stopping every process\n');
+        interrupt.abort();
+      });
       process.stdout.write(
         [
           `leasehold demo: the queue, the gateway, the receiver, a mailer and ${options.workers} workers, each its own process.`,
@@ -103,6 +113,7 @@ export function demoCommand(): Command {
       const html = writeTimelinePage(result, flags.html);
       process.stdout.write(`${verdictText(result).join('\n')}\n`);
       if (html) process.stdout.write(`the timeline as a picture: ${html}\n`);
+      if (stdoutClosed && result.kept) process.stderr.write(`leasehold demo: files kept in ${result.dir}\n`);
       process.exit(result.ok ? 0 : interrupt.signal.aborted ? 130 : 1);
     });
 }

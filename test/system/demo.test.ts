@@ -148,4 +148,24 @@ describe('the demo', () => {
       rmSync(kept![1]!, { recursive: true, force: true });
     },
   );
+
+  test('stdout closed by its reader (leasehold demo | head): every process stopped, no stack trace', async () => {
+    const child = spawn(process.execPath, [CLI, 'demo'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    onTestFinished(({ task }) => {
+      child.kill('SIGKILL');
+      if (task.result?.state === 'fail') console.error(`demo stderr:\n${stderr}`);
+    });
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    child.stdout.destroy();
+    const code = await exited;
+
+    expect({ code, stackTrace: /EPIPE|Unhandled|\n\s+at /.test(stderr) }).toEqual({ code: 130, stackTrace: false });
+    expect(stderr).toContain('leasehold demo: stdout closed: stopping every process\n');
+    const kept = /leasehold demo: files kept in (\S+)/.exec(stderr);
+    expect(kept).not.toBeNull();
+    rmSync(kept![1]!, { recursive: true, force: true });
+  });
 });
