@@ -3,6 +3,7 @@
 // 2 on a usage error.
 import { Argument, Option, type Command } from 'commander';
 import { checkOptions, integerAtLeast, leaseholdCommand } from '../platform/flags.js';
+import { onStdoutClosed } from '../platform/service-main.js';
 import { httpUrl } from '../platform/url.js';
 import { CONFORM_DEFAULTS, conform, formatCase, formatSummary } from './index.js';
 
@@ -53,6 +54,8 @@ export function conformCommand(): Command {
         httpUrl('<url>', url);
         if (flags.races > 64) throw new RangeError(`races must be at most 64, not ${flags.races}.`);
       });
+      // The reader went away (`leasehold conform URL | head`): the rest of the report reaches nobody.
+      onStdoutClosed(() => process.exit(1));
       const report = await conform({
         url,
         secret: flags.secret,

@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
 import { checkOptions, leaseholdCommand, logLevelOption, parsePort, parseWholeNumber } from '../platform/flags.js';
-import { onParentGone } from '../platform/service-main.js';
+import { onParentGone, onStdoutClosed } from '../platform/service-main.js';
 import { DEMO_DEFAULTS, resolveDemoOptions } from './options.js';
 import { runDemo, type DemoResult } from './scenario.js';
 import { renderTimelineHtml } from './timeline-html.js';
@@ -88,9 +88,7 @@ export function demoCommand(): Command {
       // The reader went away (`leasehold demo | head`): stop every process as Ctrl-C does, and say
       // on stderr where the files are, since stdout reaches nobody now.
       let stdoutClosed = false;
-      process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EPIPE') throw err;
-        if (stdoutClosed) return;
+      onStdoutClosed(() => {
         stdoutClosed = true;
         process.stderr.write('leasehold demo: stdout closed: stopping every process\n');
         interrupt.abort();

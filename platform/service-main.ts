@@ -168,3 +168,17 @@ export function onParentGone(onGone: () => void, watch: ParentWatch = {}): void 
       }, watch.reparented.pollMs).unref()
     : undefined;
 }
+
+/**
+ * Calls `onClosed` once when the reader of stdout goes away (`leasehold ... | head`): the next
+ * write fails with EPIPE, which would otherwise crash the process with a stack trace.
+ */
+export function onStdoutClosed(onClosed: () => void): void {
+  let closed = false;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    if (closed) return;
+    closed = true;
+    onClosed();
+  });
+}

@@ -14,6 +14,7 @@ import {
   logLevelOption,
 } from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
+import { onStdoutClosed } from '../platform/service-main.js';
 import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
 import { eventLines } from './event-lines.js';
 import type { ExitingEvent } from './events.js';
@@ -200,8 +201,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   process.on('SIGINT', onSignal);
   // The reader of the events went away (`leasehold worker | head`): rather than crash with the
   // leases in hand, stop as on SIGTERM, the lines that follow going nowhere.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
+  onStdoutClosed(() => {
     if (!stopping) beginStop({ stdout: 'closed' }, 'stdout closed');
   });
 

@@ -3,8 +3,8 @@
 // Run after `npm run build`.
 import { describe, expect, onTestFinished, test } from 'vitest';
 import { join } from 'node:path';
-import { spawnNode } from '../../platform/spawn.js';
-import { cleanEnv, ROOT, runCli } from '../helpers/processes.js';
+import { spawnCli, spawnNode } from '../../platform/spawn.js';
+import { CLI, cleanEnv, ROOT, runCli } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 import { toyDownstream } from '../helpers/toy-downstream.js';
 
@@ -60,6 +60,18 @@ describe('leasehold conform (process)', () => {
       code: 0,
       last: `${CASES} passed, 0 failed`,
     });
+  });
+
+  test('stdout closed by its reader (conform URL | head -1): exit 1 without a stack trace', async () => {
+    const downstream = await toyDownstream();
+    const child = spawnCli(CLI, 'conform', [downstream.url], { env: cleanEnv() });
+    onTestFinished(async () => {
+      await child.stop('SIGKILL');
+    });
+    await new Promise((resolve) => child.process.stdout!.once('data', resolve));
+    child.process.stdout!.destroy();
+    const exit = await child.exited;
+    expect({ exit, stderr: child.stderr() }).toEqual({ exit: { code: 1, signal: null }, stderr: '' });
   });
 
   test('--help names the argument, the flags and the exit codes', async () => {
