@@ -112,7 +112,10 @@ export interface System {
   waitForEffect(jobId: string, options?: DownstreamChoice & { timeoutMs?: number }): Promise<SystemEffect>;
   /** Erases every job, effect and journal entry, and the stubs' queued faults: a fresh system for the next case. */
   reset(): Promise<void>;
-  /** Closes the workers made with `worker()`, the clients and the services. Safe to call twice. */
+  /**
+   * Stops the runs of the workers made with `worker()` (as their `signal` would) and waits for
+   * them, then closes those workers, the clients and the services. Safe to call twice.
+   */
   close(): Promise<void>;
 }
 
@@ -210,6 +213,10 @@ function systemHandle(parts: {
   const queueClient = new QueueClient(queue.url, { apiKey });
   const gatewayClient = new GatewayClient(gateway.url, { apiKey });
   const workers = new Set<Worker>();
+  // Their runs: stopped by close() as their own signal would stop them, and awaited, so that no
+  // run goes on claiming from services that are gone (and holding the test's process open).
+  const stopRuns = new AbortController();
+  const runs = new Set<Promise<unknown>>();
   const downstreams: Record<string, SystemDownstream> = {};
   for (const stub of allStubs) {
     downstreams[stub.name] = { name: stub.name, url: `${stub.handle.url}/effects`, stub: helpersOf(stub.handle) };
@@ -252,6 +259,15 @@ function systemHandle(parts: {
     apiKey,
     worker: (name, options = {}) => {
       const worker = createWorker({ queueUrl: queue.url, gatewayUrl: gateway.url, apiKey, clock, ...options, name });
+      const run = worker.run.bind(worker);
+      worker.run = (handler, runOptions = {}) => {
+        const signal = runOptions.signal ? AbortSignal.any([runOptions.signal, stopRuns.signal]) : stopRuns.signal;
+        const running = run(handler, { ...runOptions, signal });
+        const forget = () => void runs.delete(running);
+        runs.add(running);
+        running.then(forget, forget);
+        return running;
+      };
       workers.add(worker);
       return worker;
     },
@@ -268,6 +284,8 @@ function systemHandle(parts: {
     },
     close: () =>
       (closing ??= (async () => {
+        stopRuns.abort();
+        await Promise.allSettled(runs);
         for (const worker of workers) worker.close();
         queueClient.close();
         gatewayClient.close();

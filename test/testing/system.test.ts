@@ -150,6 +150,30 @@ test("close is safe to call twice; a downstream may not take the receiver's name
   );
 });
 
+test("close stops the runs of the system's workers: run() resolves, its job released, nothing left claiming", async () => {
+  const system = await startSystem({ clock: 'manual' });
+  onTestFinished(() => system.close());
+  await system.queue.enqueue({ id: 'held', qty: 1 });
+  const events: string[] = [];
+  const point = hold();
+  const busy = system.worker('busy', { graceMs: 100, onEvent: (e) => events.push(`busy ${e.event}`) });
+  const idle = system.worker('idle', { onEvent: (e) => events.push(`idle ${e.event}`) });
+  const busyRun = busy.run(async () => point.wait());
+  await point.arrived;
+  const idleRun = idle.run(async () => {});
+
+  await system.close();
+  const within = (run: Promise<unknown>) =>
+    Promise.race([run, new Promise((resolve) => setTimeout(() => resolve('still running 2 s after close'), 2_000))]);
+  expect(await within(busyRun)).toMatchObject({ claimed: 1, released: 1, finished: 0 });
+  expect(await within(idleRun)).toMatchObject({ claimed: 0 });
+  const after = events.length;
+  await new Promise((resolve) => setTimeout(resolve, 600)); // more than the poll after a failed claim
+  expect(events.slice(after), 'events after the runs ended').toEqual([]);
+  expect(events.filter((e) => e.endsWith('claim_failed'))).toEqual([]);
+  point.release();
+});
+
 describe('workers on the manual clock', () => {
   function recorded(system: System, name: string, options = {}) {
     const events: WorkerEvent[] = [];
