@@ -167,5 +167,6 @@ describe('the demo', () => {
     const kept = /leasehold demo: files kept in (\S+)/.exec(stderr);
     expect(kept).not.toBeNull();
     rmSync(kept![1]!, { recursive: true, force: true });
+    rmSync(`${kept![1]!}.html`, { force: true });
   });
 });
