@@ -113,8 +113,8 @@ export interface System {
   /** Erases every job, effect and journal entry, and the stubs' queued faults: a fresh system for the next case. */
   reset(): Promise<void>;
   /**
-   * Stops the runs of the workers made with `worker()` (as their `signal` would) and waits for
-   * them, then closes those workers, the clients and the services. Safe to call twice.
+   * Closes the workers made with `worker()` (each stops its runs as their `signal` would, and waits
+   * for them), the clients and the services. Safe to call twice.
    */
   close(): Promise<void>;
 }
@@ -213,10 +213,6 @@ function systemHandle(parts: {
   const queueClient = new QueueClient(queue.url, { apiKey });
   const gatewayClient = new GatewayClient(gateway.url, { apiKey });
   const workers = new Set<Worker>();
-  // Their runs: stopped by close() as their own signal would stop them, and awaited, so that no
-  // run goes on claiming from services that are gone (and holding the test's process open).
-  const stopRuns = new AbortController();
-  const runs = new Set<Promise<unknown>>();
   const downstreams: Record<string, SystemDownstream> = {};
   for (const stub of allStubs) {
     downstreams[stub.name] = { name: stub.name, url: `${stub.handle.url}/effects`, stub: helpersOf(stub.handle) };
@@ -259,15 +255,6 @@ function systemHandle(parts: {
     apiKey,
     worker: (name, options = {}) => {
       const worker = createWorker({ queueUrl: queue.url, gatewayUrl: gateway.url, apiKey, clock, ...options, name });
-      const run = worker.run.bind(worker);
-      worker.run = (handler, runOptions = {}) => {
-        const signal = runOptions.signal ? AbortSignal.any([runOptions.signal, stopRuns.signal]) : stopRuns.signal;
-        const running = run(handler, { ...runOptions, signal });
-        const forget = () => void runs.delete(running);
-        runs.add(running);
-        running.then(forget, forget);
-        return running;
-      };
       workers.add(worker);
       return worker;
     },
@@ -284,9 +271,7 @@ function systemHandle(parts: {
     },
     close: () =>
       (closing ??= (async () => {
-        stopRuns.abort();
-        await Promise.allSettled(runs);
-        for (const worker of workers) worker.close();
+        await Promise.all([...workers].map((worker) => worker.close()));
         queueClient.close();
         gatewayClient.close();
         await parts.closeAll();

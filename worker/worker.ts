@@ -26,6 +26,10 @@ export class Worker {
   private readonly sendTimes = new SendTimes();
   /** Every slot's finishes, in as few requests as the queue's answers allow (finish-batch.ts). */
   private readonly finishes: FinishCoalescer;
+  /** Aborted by close(): stops every run still going, as its own signal would. */
+  private readonly closing = new AbortController();
+  /** The runs going now, which close() waits for. */
+  private readonly runs = new Set<Promise<WorkerSummary>>();
 
   constructor(options: WorkerOptions) {
     this.options = resolveWorkerOptions(options);
@@ -80,15 +84,25 @@ export class Worker {
 
   /** Claims and runs jobs, up to `concurrency` at once, until `signal` aborts or `maxJobs` have been claimed. */
   run(handler: Handler, options: RunOptions = {}): Promise<WorkerSummary> {
-    return new WorkerRun(
+    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+    const running = new WorkerRun(
       { options: this.options, queue: this.queue, lease: this.leaseDeps(), emit: (event) => this.emit(event) },
       handler,
-      options,
+      { ...options, signal },
     ).run();
+    this.runs.add(running);
+    const forget = () => void this.runs.delete(running);
+    running.then(forget, forget);
+    return running;
   }
 
-  /** Releases the HTTP connections. */
-  close(): void {
+  /**
+   * Stops the runs still going as their own signal would (no new claims; running jobs get
+   * `graceMs`, then are released), waits for them, and releases the HTTP connections.
+   */
+  async close(): Promise<void> {
+    this.closing.abort();
+    await Promise.allSettled(this.runs);
     this.agent.destroy();
   }
 
@@ -142,6 +156,6 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
   try {
     return await worker.run(options.handler, options);
   } finally {
-    worker.close();
+    await worker.close();
   }
 }

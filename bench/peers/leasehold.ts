@@ -83,7 +83,7 @@ export async function openWorkerLibraryProbe(column: WorkerLibraryColumn): Promi
       close: async () => {
         stop?.abort();
         await running;
-        worker.close();
+        await worker.close();
         await service.stop();
         await queueDb.close();
       },

@@ -23,6 +23,23 @@ interface Run {
   stderr(): string;
 }
 
+/** `leasehold worker` on `s` with a job that takes a minute, so that a stop always finds it mid-job. */
+function midJobWorker(s: Awaited<ReturnType<typeof setup>>, name: string, graceMs: number): Run {
+  const urls = ['--queue', s.queue.url, '--gateway', s.gateway.url];
+  return cli([
+    'worker',
+    ...urls,
+    '--name',
+    name,
+    '--lease-ms',
+    '900',
+    '--work-ms',
+    '60000',
+    '--grace-ms',
+    String(graceMs),
+  ]);
+}
+
 /** Starts `leasehold <args>`; prints its output if the test fails; kills it after the test. */
 function cli([command = '', ...args]: string[]): Run {
   const lines: string[] = [];
@@ -158,21 +175,7 @@ describe('leasehold worker', () => {
     const s = await setup();
     await s.client.enqueue({ id: 'long', qty: 1 });
     await s.client.enqueue({ id: 'next', qty: 1 });
-    const run = cli([
-      'worker',
-      '--queue',
-      s.queue.url,
-      '--gateway',
-      s.gateway.url,
-      '--name',
-      'cli-2',
-      '--lease-ms',
-      '900',
-      '--work-ms',
-      '60000',
-      '--grace-ms',
-      '300',
-    ]);
+    const run = midJobWorker(s, 'cli-2', 300);
     await run.line(/"event":"claimed"/);
     run.child.kill('SIGTERM');
 
@@ -197,21 +200,7 @@ describe('leasehold worker', () => {
   test('stdout closed by its reader mid-job: stops as on SIGTERM, the lease released, exit 0 without a stack trace', async () => {
     const s = await setup();
     await s.client.enqueue({ id: 'piped', qty: 1 });
-    const run = cli([
-      'worker',
-      '--queue',
-      s.queue.url,
-      '--gateway',
-      s.gateway.url,
-      '--name',
-      'cli-pipe',
-      '--lease-ms',
-      '900',
-      '--work-ms',
-      '60000',
-      '--grace-ms',
-      '300',
-    ]);
+    const run = midJobWorker(s, 'cli-pipe', 300);
     await run.line(/"event":"claimed"/);
     // As `leasehold worker | head -2` does after its second line; the next renewal's line finds no reader.
     run.child.stdout!.destroy();
@@ -225,21 +214,7 @@ describe('leasehold worker', () => {
   test('a second SIGTERM exits at once with 1, printing an "exiting" line', async () => {
     const s = await setup();
     await s.client.enqueue({ id: 'long', qty: 1 });
-    const run = cli([
-      'worker',
-      '--queue',
-      s.queue.url,
-      '--gateway',
-      s.gateway.url,
-      '--name',
-      'cli-3',
-      '--lease-ms',
-      '900',
-      '--work-ms',
-      '60000',
-      '--grace-ms',
-      '60000',
-    ]);
+    const run = midJobWorker(s, 'cli-3', 60000);
     await run.line(/"event":"claimed"/);
     run.child.kill('SIGTERM');
     await run.line(/"event":"stopping"/);
