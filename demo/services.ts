@@ -8,6 +8,7 @@ import type { FinalState, MailerState } from './verdict.js';
 import type { Mail } from './mailer.js';
 import { EMAIL_KEY, MAILER } from './worker-main.js';
 import { ReceiverClient } from '../receiver/client.js';
+import { FLAG_NAMES_VARIABLE } from '../platform/flags.js';
 
 export interface ServiceUrls {
   queue: string;
@@ -40,6 +41,8 @@ export interface StartServicesOptions {
   secret?: string | undefined;
   /** Required by the queue and the gateway of their callers (the gateway presents it to the queue); none: open. */
   apiKey?: string | undefined;
+  /** The flags the caller gives each service's own under, named in a failed start's line (`--port` → `--queue-port`). */
+  flagNames?(name: ServiceName): Record<string, string>;
   /** Each service as it becomes ready. */
   onReady?(name: ServiceName, url: string, child: Child): void;
   readyTimeoutMs?: number;
@@ -60,7 +63,7 @@ export async function startServiceProcesses(
       name,
       cliPath: options.cliPath,
       args: [name === 'mailer' ? 'demo-mailer' : name, ...args],
-      env,
+      env: options.flagNames ? { ...env, [FLAG_NAMES_VARIABLE]: JSON.stringify(options.flagNames(name)) } : env,
       stderr: options.stderr(name),
     });
     const url = await child.waitForUrl(timeoutMs);

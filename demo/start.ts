@@ -52,6 +52,7 @@ export async function startServices(options: StartOptions): Promise<RunningServi
       db: { queue: join(dataDir, 'queue.sqlite'), receiver: join(dataDir, 'receiver.sqlite') },
       logLevel: options.logLevel,
       stderr: () => 'inherit',
+      flagNames: (name) => ({ '--port': `--${name}-port` }),
     });
   } catch (err) {
     await stop();

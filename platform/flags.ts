@@ -223,8 +223,32 @@ export interface StartContext {
 /** A service that could not start: one line on stderr saying why and what to do, exit code 1. */
 export function failStart(service: string, err: unknown, context: StartContext = {}): never {
   context.logger?.debug({ err }, 'could not start');
-  process.stderr.write(`leasehold ${service}: ${startFailure(err, context)}\n`);
+  const line = withFlagNames(startFailure(err, context), process.env[FLAG_NAMES_VARIABLE]);
+  process.stderr.write(`leasehold ${service}: ${line}\n`);
   process.exit(1);
+}
+
+/**
+ * Set by a command that starts a service as its child under flags of its own (`leasehold start`
+ * gives the queue's port as `--queue-port`): a JSON object from the service's flag to the
+ * command's, so that a failed start names the flag the user typed.
+ */
+export const FLAG_NAMES_VARIABLE = 'LEASEHOLD_FLAG_NAMES';
+
+/** `message` with each flag `names` maps renamed; a missing or unreadable map changes nothing. */
+export function withFlagNames(message: string, names: string | undefined): string {
+  if (!names) return message;
+  let map: unknown;
+  try {
+    map = JSON.parse(names);
+  } catch {
+    return message;
+  }
+  if (typeof map !== 'object' || map === null) return message;
+  return message.replace(/--[a-z][a-z-]*/g, (flag) => {
+    const name = (map as Record<string, unknown>)[flag];
+    return Object.hasOwn(map as object, flag) && typeof name === 'string' ? name : flag;
+  });
 }
 
 /** Why a service could not start, in one line. */

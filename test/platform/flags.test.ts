@@ -15,6 +15,7 @@ import {
   parsePositiveInt,
   parseWholeNumber,
   startFailure,
+  withFlagNames,
   usageLine,
 } from '../../platform/flags.js';
 import { queueCommand } from '../../queue/main.js';
@@ -236,5 +237,25 @@ describe('start-up failures', () => {
     expect(startFailure(refused)).toBe(
       'cannot reach the database (connect ECONNREFUSED ::1:5432); check that it is running, or pick another with --db',
     );
+  });
+});
+
+describe('withFlagNames', () => {
+  const line = 'port 4100 is in use; pick another with --port, or --port 0 for a free one';
+
+  test('renames each flag the map names, and leaves the others', () => {
+    expect(withFlagNames(`${line}; see --host`, JSON.stringify({ '--port': '--queue-port' }))).toBe(
+      'port 4100 is in use; pick another with --queue-port, or --queue-port 0 for a free one; see --host',
+    );
+  });
+
+  test('no map, one that is not JSON, or not an object: the line as it was', () => {
+    for (const names of [undefined, '', '{', '"--x"', 'null', JSON.stringify({ '--port': 7 })]) {
+      expect(withFlagNames(line, names), String(names)).toBe(line);
+    }
+  });
+
+  test('a flag that is only an inherited key of the map is not renamed', () => {
+    expect(withFlagNames('use --constructor', '{}')).toBe('use --constructor');
   });
 });

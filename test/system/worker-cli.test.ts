@@ -4,6 +4,8 @@
 // Ctrl-C. Run after `npm run build`.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, onTestFinished, test } from 'vitest';
 import { spawnCli, type ExitInfo } from '../../platform/spawn.js';
@@ -321,5 +323,33 @@ describe('leasehold start', () => {
     expect(run.stderr()).toMatch(/^[^\n]+\n$/);
     expect(run.stderr()).toContain(`leasehold start: cannot make the --data folder ${file} (EEXIST`);
     expect(run.stderr()).toContain('pick a folder this process may write to, with --data');
+  });
+
+  test("a busy --queue-port: the queue's line names --queue-port, the flag start takes, not the queue's --port", async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+    const port = (busy.address() as AddressInfo).port;
+    const data = tempDir('leasehold-start-');
+    const run = cli([
+      'start',
+      '--queue-port',
+      String(port),
+      '--gateway-port',
+      '0',
+      '--receiver-port',
+      '0',
+      '--data',
+      data,
+    ]);
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    const lines = run
+      .stderr()
+      .split('\n')
+      .filter((line) => line.startsWith('leasehold '));
+    expect(lines).toEqual([
+      `leasehold queue: port ${port} is in use; pick another with --queue-port, or --queue-port 0 for a free one`,
+      'leasehold start: queue exited before it was listening (exit code 1).',
+    ]);
   });
 });
