@@ -4,6 +4,7 @@ import { Option, type Command } from 'commander';
 import {
   apiKeyOption,
   checkOptions,
+  envVariable,
   firstByteTimeoutOption,
   headersTimeoutOption,
   leaseholdCommand,
@@ -185,8 +186,13 @@ function downstreamsOf(
   if (plural !== undefined && source === 'env') {
     command.error(`error: both LEASEHOLD_DOWNSTREAM and ${DOWNSTREAMS_VARIABLE} are set; set one of them`);
   }
-  const downstreamEntries =
-    plural !== undefined && source !== 'cli' ? list([plural]) : entries('downstream', flags.downstream);
+  const fromPlural = plural !== undefined && source !== 'cli';
+  const downstreamEntries = fromPlural ? list([plural]) : entries('downstream', flags.downstream);
+  // A usage error names where the value came from: the flag, or the variable standing in for it.
+  const givenBy = (key: string, flag: string) =>
+    command.getOptionValueSource(key) === 'env' ? envVariable(flag) : flag;
+  const urlsFrom = fromPlural ? DOWNSTREAMS_VARIABLE : givenBy('downstream', '--downstream');
+  const secretsFrom = givenBy('downstreamSecret', '--downstream-secret');
   const named = (flag: string, what: string, values: string[]) => {
     const found = new Map<string, string>();
     for (const text of values) {
@@ -202,13 +208,16 @@ function downstreamsOf(
     }
     return found;
   };
-  const urls = named('--downstream', 'URL', downstreamEntries);
-  for (const [name, url] of urls) checkOptions(command, {}, () => httpUrl(`--downstream ${name}`, url));
-  const secrets = named('--downstream-secret', 'SECRET', entries('downstreamSecret', flags.downstreamSecret));
+  const urls = named(urlsFrom, 'URL', downstreamEntries);
+  for (const [name, url] of urls) {
+    const label = urlsFrom === '--downstream' ? `--downstream ${name}` : `${name} in ${urlsFrom}`;
+    checkOptions(command, {}, () => httpUrl(label, url));
+  }
+  const secrets = named(secretsFrom, 'SECRET', entries('downstreamSecret', flags.downstreamSecret));
   const receiverGiven = command.getOptionValueSource('receiver') !== 'default';
   if (urls.has(DEFAULT_DOWNSTREAM) && receiverGiven) {
     command.error(
-      `error: --receiver and --downstream ${DEFAULT_DOWNSTREAM}=URL both name the downstream "${DEFAULT_DOWNSTREAM}"; give one of them`,
+      `error: ${givenBy('receiver', '--receiver')} and ${urlsFrom === '--downstream' ? '--downstream ' : `${urlsFrom}'s `}${DEFAULT_DOWNSTREAM}=URL both name the downstream "${DEFAULT_DOWNSTREAM}"; give one of them`,
     );
   }
   const receiverUrl = urls.has(DEFAULT_DOWNSTREAM) ? undefined : flags.receiver;
@@ -216,7 +225,7 @@ function downstreamsOf(
   for (const name of secrets.keys()) {
     if (!all.has(name)) {
       command.error(
-        `error: --downstream-secret names "${name}", which is not a downstream; the gateway has ${[...all].join(', ')}`,
+        `error: ${secretsFrom} names "${name}", which is not a downstream; the gateway has ${[...all].join(', ')}`,
       );
     }
   }

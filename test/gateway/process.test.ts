@@ -239,6 +239,25 @@ describe('leasehold gateway (process)', () => {
     expect(stderr).toContain(phrase);
   });
 
+  test.each([
+    [{ LEASEHOLD_DOWNSTREAMS: 'billing' }, 'LEASEHOLD_DOWNSTREAMS: must be NAME=URL, not "billing"'],
+    [{ LEASEHOLD_DOWNSTREAMS: 'billing=ftp://x/e' }, 'billing in LEASEHOLD_DOWNSTREAMS must be an http:// URL'],
+    [{ LEASEHOLD_DOWNSTREAM: 'a=http://x/e,a=http://y/e' }, 'LEASEHOLD_DOWNSTREAM names "a" twice'],
+    [
+      { LEASEHOLD_DOWNSTREAMS: 'receiver=http://x/e', LEASEHOLD_RECEIVER: 'http://y' },
+      `LEASEHOLD_RECEIVER and LEASEHOLD_DOWNSTREAMS's receiver=URL both name the downstream "receiver"`,
+    ],
+    [
+      { LEASEHOLD_DOWNSTREAM_SECRET: 'billing=s' },
+      'LEASEHOLD_DOWNSTREAM_SECRET names "billing", which is not a downstream',
+    ],
+  ])('bad variables %j: the line names the variable, not the flag it stands in for', async (env, phrase) => {
+    const { code, stdout, stderr } = await runCli(['gateway'], env);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderr).toMatch(/^leasehold gateway: [^\n]+\n$/);
+    expect(stderr).toContain(phrase);
+  });
+
   test('reads LEASEHOLD_PORT and LEASEHOLD_QUEUE; --port beats LEASEHOLD_PORT; a port in use exits 1', async () => {
     const busy = await portInUse();
     const env = { LEASEHOLD_PORT: String(busy), LEASEHOLD_QUEUE: 'http://127.0.0.1:4999' };
