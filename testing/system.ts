@@ -6,6 +6,7 @@ import { startQueue, systemClock, QueueClient, type Clock, type Job, type QueueS
 import { startReceiver, ReceiverClient, type ReceiverHandle } from '../receiver/index.js';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/index.js';
 import { ManualClock } from './clock.js';
+import { checkSystemOptions } from './options.js';
 import {
   expectExactlyOnceAt,
   expectNoEffectAt,
@@ -126,6 +127,7 @@ interface StartedStub {
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  checkSystemOptions(options);
   const { parts: clock, handle: handleClock } = clocksOf(options.clock ?? 'real');
   const db = options.db ?? ':memory:';
   const { secret, apiKey } = options;

@@ -141,6 +141,24 @@ test('a system that cannot start rejects with the cause', async () => {
   await expect(startSystem({ db: 'mysql://127.0.0.1/test' })).rejects.toThrow(/Unsupported database URL "mysql:/);
 });
 
+test.each([
+  [{ clok: 'manual' }, 'startSystem does not take "clok"; its options are db, clock, secret, apiKey, downstreams.'],
+  [{ clock: 'weird' }, 'clock must be "real", "manual" or an object with a now() method, not "weird".'],
+  [{ clock: {} }, 'clock must be "real", "manual" or an object with a now() method, not {}.'],
+  [{ db: 5 }, 'db must be ":memory:", a SQLite file\'s path or a postgres:// URL, not 5.'],
+  [{ secret: 5 }, 'secret must be a string, not 5.'],
+  [{ apiKey: ['k'] }, 'apiKey must be a string, not ["k"].'],
+  [{ downstreams: 5 }, 'downstreams must be an object of downstreams by name, not 5.'],
+  [{ downstreams: { billing: 'stubb' } }, 'downstreams.billing must be "stub" or {url, secret?}, not "stubb".'],
+  [{ downstreams: { billing: null } }, 'downstreams.billing must be "stub" or {url, secret?}, not null.'],
+  [
+    { downstreams: { billing: { url: 'http://127.0.0.1:1/e', secret: 7 } } },
+    'downstreams.billing.secret must be a string, not 7.',
+  ],
+])('startSystem(%j) is refused before anything starts, naming the option', async (options, message) => {
+  await expect(startSystem(options as SystemOptions)).rejects.toThrow(message);
+});
+
 test("close is safe to call twice; a downstream may not take the receiver's name", async () => {
   const system = await startSystem();
   await Promise.all([system.close(), system.close()]);
