@@ -5,6 +5,7 @@
 // failed (timeout, reset, refused, other network error, aborted). The gateway's retry rules
 // need that distinction, and the queue's client tells an abort from an unreachable queue by it.
 import http from 'node:http';
+import { describeValue } from './describe-value.js';
 import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
 export type Exchange =
@@ -198,6 +199,7 @@ export function checkedTimeoutMs(timeoutMs: number): number {
  * Empty is a mistake, not "no key": leave the key out for that.
  */
 export function checkApiKey(apiKey: string): string {
+  if (typeof apiKey !== 'string') throw new TypeError(`apiKey must be a string, not ${describeValue(apiKey)}.`);
   if (!/^[\x21-\x7e]+$/.test(apiKey)) {
     throw new RangeError(
       apiKey === ''

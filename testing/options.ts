@@ -3,12 +3,14 @@
 // its first request, far from the mistake (a clock that is not one), or quietly runs a different
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
 
+import { describeValue } from '../platform/describe-value.js';
+
 const KNOWN = ['db', 'clock', 'secret', 'apiKey', 'downstreams'] as const;
 
 /** Throws a TypeError or RangeError naming the first option that is not what `startSystem` takes. */
 export function checkSystemOptions(options: unknown): void {
   if (options === undefined) return;
-  if (!isRecord(options)) throw new TypeError(`startSystem takes an object of options, not ${describe(options)}.`);
+  if (!isRecord(options)) throw new TypeError(`startSystem takes an object of options, not ${describeValue(options)}.`);
   const unknown = Object.keys(options).filter((key) => !(KNOWN as readonly string[]).includes(key));
   if (unknown.length > 0) {
     throw new RangeError(
@@ -17,30 +19,32 @@ export function checkSystemOptions(options: unknown): void {
   }
   const { db, clock, secret, apiKey, downstreams } = options;
   if (db !== undefined && (typeof db !== 'string' || db === '')) {
-    throw new TypeError(`db must be ":memory:", a SQLite file's path or a postgres:// URL, not ${describe(db)}.`);
+    throw new TypeError(`db must be ":memory:", a SQLite file's path or a postgres:// URL, not ${describeValue(db)}.`);
   }
   if (clock !== undefined && clock !== 'real' && clock !== 'manual' && !isClock(clock)) {
-    throw new TypeError(`clock must be "real", "manual" or an object with a now() method, not ${describe(clock)}.`);
+    throw new TypeError(
+      `clock must be "real", "manual" or an object with a now() method, not ${describeValue(clock)}.`,
+    );
   }
   for (const [name, value] of [
     ['secret', secret],
     ['apiKey', apiKey],
   ] as const) {
     if (value !== undefined && typeof value !== 'string') {
-      throw new TypeError(`${name} must be a string, not ${describe(value)}.`);
+      throw new TypeError(`${name} must be a string, not ${describeValue(value)}.`);
     }
   }
   if (downstreams === undefined) return;
   if (!isRecord(downstreams)) {
-    throw new TypeError(`downstreams must be an object of downstreams by name, not ${describe(downstreams)}.`);
+    throw new TypeError(`downstreams must be an object of downstreams by name, not ${describeValue(downstreams)}.`);
   }
   for (const [name, value] of Object.entries(downstreams)) {
     if (value === 'stub') continue;
     if (!isRecord(value) || typeof value.url !== 'string') {
-      throw new TypeError(`downstreams.${name} must be "stub" or {url, secret?}, not ${describe(value)}.`);
+      throw new TypeError(`downstreams.${name} must be "stub" or {url, secret?}, not ${describeValue(value)}.`);
     }
     if (value.secret !== undefined && typeof value.secret !== 'string') {
-      throw new TypeError(`downstreams.${name}.secret must be a string, not ${describe(value.secret)}.`);
+      throw new TypeError(`downstreams.${name}.secret must be a string, not ${describeValue(value.secret)}.`);
     }
   }
 }
@@ -51,18 +55,4 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function isClock(value: unknown): boolean {
   return isRecord(value) && typeof value.now === 'function';
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object' && value !== null) {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(value);
-    } catch {
-      text = undefined;
-    }
-    return text !== undefined && text.length <= 60 ? text : Array.isArray(value) ? 'an array' : 'an object';
-  }
-  return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }

@@ -3,6 +3,7 @@
 import { systemClock, timersOf, type Clock, type Timers } from '../platform/clock.js';
 import { httpUrl } from '../platform/url.js';
 import { checkApiKey } from '../platform/exchange.js';
+import { describeValue } from '../platform/describe-value.js';
 import { idProblem } from '../platform/ids.js';
 import type { WorkerEvent } from './events.js';
 import { heartbeatIntervalMs } from './rules.js';
@@ -115,6 +116,10 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   if (outputRoot !== undefined && (typeof outputRoot !== 'string' || outputRoot.length === 0)) {
     throw new RangeError(`outputRoot must be a folder path, not ${JSON.stringify(outputRoot)}.`);
   }
+  const clock = options.clock ?? systemClock;
+  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+    throw new TypeError(`clock must be an object with a now() method, not ${describeValue(clock)}.`);
+  }
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     gatewayUrl: httpUrl('gatewayUrl', options.gatewayUrl),
@@ -129,13 +134,32 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     graceMs: intIn('graceMs', options.graceMs ?? WORKER_DEFAULTS.graceMs, 0, MAX_LEASE_MS),
     sendGraceMs: intIn('sendGraceMs', options.sendGraceMs ?? Math.max(heartbeatMs, 1_000), 0, MAX_LEASE_MS),
     outputRoot,
-    onEvent: options.onEvent ?? (() => {}),
-    hooks: options.hooks ?? {},
-    clock: options.clock ?? systemClock,
-    timers: timersOf(options.clock ?? systemClock),
+    onEvent: functionOrNone('onEvent', options.onEvent) ?? (() => {}),
+    hooks: checkHooks(options.hooks ?? {}),
+    clock,
+    timers: timersOf(clock),
     queue: options.queue,
     gateway: options.gateway,
   };
+}
+
+/** `value` when it is a function or undefined; a TypeError naming `what` otherwise. */
+export function functionOrNone<T>(what: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new TypeError(`${what} must be a function, not ${describeValue(value)}.`);
+  }
+  return value;
+}
+
+const HOOKS: ReadonlyArray<keyof WorkerHooks> = ['beforeSend', 'beforeFinish'];
+
+/** A hook that is not a function would throw at the worst place: after the last look at the lease. */
+function checkHooks(hooks: WorkerHooks): WorkerHooks {
+  if (typeof hooks !== 'object' || hooks === null) {
+    throw new TypeError(`hooks must be an object of ${HOOKS.join(' and ')}, not ${describeValue(hooks)}.`);
+  }
+  for (const name of HOOKS) functionOrNone(`hooks.${name}`, hooks[name]);
+  return hooks;
 }
 
 function intIn(what: string, value: number, min: number, max: number): number {

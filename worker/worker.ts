@@ -2,6 +2,7 @@
 // custom loops (`claim`, `process`), and `run`, which keeps up to `concurrency` jobs going
 // (slots.ts) until it is stopped.
 import { GatewayClient } from '../gateway/client.js';
+import { describeValue } from '../platform/describe-value.js';
 import { QueueClient } from '../queue/client.js';
 import { FreshAgent } from './connections.js';
 import type { WorkerEventBody } from './events.js';
@@ -69,6 +70,7 @@ export class Worker {
     handler: Handler,
     options: { stopSignal?: AbortSignal } = {},
   ): Promise<JobOutcome> {
+    if (typeof handler !== 'function') throw handlerProblem(handler);
     const grace = options.stopSignal ? graceAfter(options.stopSignal, this.options.graceMs) : undefined;
     try {
       const { outcome } = await runLease(claimed, handler, {
@@ -84,6 +86,9 @@ export class Worker {
 
   /** Claims and runs jobs, up to `concurrency` at once, until `signal` aborts or `maxJobs` have been claimed. */
   run(handler: Handler, options: RunOptions = {}): Promise<WorkerSummary> {
+    // Refused before any claim: a handler that is not a function would fail every job it took.
+    const problem = runProblem(handler, options);
+    if (problem) return Promise.reject(problem);
     const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
     const running = new WorkerRun(
       { options: this.options, queue: this.queue, lease: this.leaseDeps(), emit: (event) => this.emit(event) },
@@ -125,6 +130,26 @@ export class Worker {
 }
 
 /** A signal that aborts `graceMs` after `stop` does. */
+function handlerProblem(handler: unknown): TypeError {
+  return new TypeError(`The handler must be a function (ctx) => result, not ${describeValue(handler)}.`);
+}
+
+/** What is wrong with `run()`'s arguments, if anything. */
+function runProblem(handler: unknown, options: RunOptions): Error | undefined {
+  if (typeof handler !== 'function') return handlerProblem(handler);
+  if (typeof options !== 'object' || options === null) {
+    return new TypeError(`run's options must be an object ({signal?, maxJobs?}), not ${describeValue(options)}.`);
+  }
+  const { signal, maxJobs } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    return new TypeError(`signal must be an AbortSignal, not ${describeValue(signal)}.`);
+  }
+  if (maxJobs !== undefined && (!Number.isSafeInteger(maxJobs) || maxJobs < 0)) {
+    return new RangeError(`maxJobs must be a whole number of jobs, 0 or more, not ${describeValue(maxJobs)}.`);
+  }
+  return undefined;
+}
+
 function graceAfter(stop: AbortSignal, graceMs: number): { signal: AbortSignal; dispose(): void } {
   const grace = new AbortController();
   let timer: NodeJS.Timeout | undefined;

@@ -120,4 +120,41 @@ describe('runWorker', () => {
     expect(() => createWorker({ ...base, name: '' })).toThrow(/name must be a non-empty string/);
     expect(() => createWorker({ ...base, queueUrl: 'ftp://x' })).toThrow(/queueUrl must be an http:\/\/ URL/);
   });
+
+  test.each([
+    [{ onEvent: 5 }, 'onEvent must be a function, not 5.'],
+    [{ hooks: 'x' }, 'hooks must be an object of beforeSend and beforeFinish, not "x".'],
+    [{ hooks: { beforeSend: true } }, 'hooks.beforeSend must be a function, not true.'],
+    [{ clock: {} }, 'clock must be an object with a now() method, not {}.'],
+    [{ apiKey: 5 }, 'apiKey must be a string, not 5.'],
+  ])('refuses %j at createWorker, not when the worker first uses it', (option, message) => {
+    const base = { queueUrl: 'http://127.0.0.1:4100', gatewayUrl: 'http://127.0.0.1:4200', name: 'w1' };
+    expect(() => createWorker({ ...base, ...(option as object) })).toThrow(message);
+  });
+
+  test('run() and process() refuse a handler that is not a function, and bad run options, before claiming anything', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'kept', qty: 1 });
+    const worker = createWorker({ queueUrl: s.queue.url, gatewayUrl: s.gateway.url, name: 'w1', waitMs: 0 });
+    try {
+      const bad: Array<[() => Promise<unknown>, string]> = [
+        [() => worker.run(undefined as never), 'The handler must be a function (ctx) => result, not undefined.'],
+        [() => worker.run(() => 1, { maxJobs: -1 }), 'maxJobs must be a whole number of jobs, 0 or more, not -1.'],
+        [() => worker.run(() => 1, { maxJobs: 1.5 }), 'maxJobs must be a whole number of jobs, 0 or more, not 1.5.'],
+        [() => worker.run(() => 1, { signal: 'x' as never }), 'signal must be an AbortSignal, not "x".'],
+      ];
+      for (const [call, message] of bad) await expect(call()).rejects.toThrow(message);
+      // Nothing was claimed: the job is as it was enqueued.
+      expect(await s.client.get('kept')).toMatchObject({ status: 'pending', attempts: 0, token: 0 });
+
+      const lease = await worker.claim();
+      await expect(worker.process(lease!, 5 as never)).rejects.toThrow(
+        'The handler must be a function (ctx) => result, not 5.',
+      );
+      // The lease is still held, its attempt not spent on a handler that could never run.
+      expect(await s.client.get('kept')).toMatchObject({ status: 'leased', attempts: 1, token: 1, owner: 'w1' });
+    } finally {
+      await worker.close();
+    }
+  });
 });

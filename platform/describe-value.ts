@@ -1,0 +1,16 @@
+// A value as an error message shows it: what the caller passed, short enough for one line.
+
+/** `"text"`, `5`, `null`, `undefined`, `{}`, `["k"]`, `a function`; `an object` for one too long to show. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value !== 'object' || value === null) return String(value);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text !== undefined && text.length <= 60) return text;
+  return Array.isArray(value) ? 'an array' : 'an object';
+}
