@@ -43,6 +43,7 @@ const TEST_LAYERS = {
     'test/platform/http-edge.test.ts',
     'test/platform/json-body.test.ts',
     'test/platform/json-peer.test.ts',
+    'test/platform/library-options.test.ts',
     'test/platform/listen.test.ts',
     'test/audit/audit.test.ts',
     'test/gateway/faults.test.ts',

@@ -1,6 +1,7 @@
 // The gateway's named downstreams: each a name, the effect endpoint sends to it are forwarded to
 // (path included) and the secret that signs them. `receiver` is the leasehold receiver given as a
 // base URL, and the downstream a send goes to when it names none.
+import { describeValue } from '../platform/describe-value.js';
 import { urlUnder } from '../platform/exchange.js';
 import { httpUrl } from '../platform/url.js';
 import { DEFAULT_DOWNSTREAM } from './types.js';
@@ -72,6 +73,12 @@ export function resolveDownstreams(
       );
     }
     variables.set(variable, name);
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError(`downstreams.${name} must be {url, secret?}, not ${describeValue(options)}.`);
+    }
+    if (options.secret !== undefined && typeof options.secret !== 'string') {
+      throw new TypeError(`downstreams.${name}.secret must be a string, not ${describeValue(options.secret)}.`);
+    }
     if (options.secret === '') {
       throw new RangeError(`downstreams.${name}: the secret must not be empty; leave it out to use the gateway's.`);
     }

@@ -2,7 +2,8 @@
 // relations, and a resolved type that everything inside the gateway takes.
 import pino, { type Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { systemClock, type Clock } from '../platform/clock.js';
+import { checkClock, type Clock } from '../platform/clock.js';
+import { describeValue } from '../platform/describe-value.js';
 import { checkApiKey } from '../platform/exchange.js';
 import { httpUrl } from '../platform/url.js';
 import { resolveDownstreams, type Downstream, type DownstreamOptions } from './downstreams.js';
@@ -86,18 +87,25 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
   if (backoffMaxMs < backoffBaseMs) {
     throw new RangeError(`backoffMaxMs (${backoffMaxMs}) must be at least backoffBaseMs (${backoffBaseMs}).`);
   }
+  for (const [name, value] of [
+    ['secret', options.secret],
+    ['receiverSecret', options.receiverSecret],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'string') {
+      throw new TypeError(`${name} must be a string, not ${describeValue(value)}.`);
+    }
+  }
   if (options.secret === '') {
     throw new RangeError('secret must not be empty; leave it out to forward unsigned requests.');
+  }
+  const given = options.downstreams ?? {};
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new TypeError(`downstreams must be an object of {url, secret?} by name, not ${describeValue(given)}.`);
   }
   if (options.receiverSecret === '') {
     throw new RangeError("receiverSecret must not be empty; leave it out to use the gateway's secret.");
   }
-  const downstreams = resolveDownstreams(
-    options.receiverUrl,
-    options.downstreams ?? {},
-    options.secret,
-    options.receiverSecret,
-  );
+  const downstreams = resolveDownstreams(options.receiverUrl, given, options.secret, options.receiverSecret);
   if (downstreams.size === 0) {
     throw new RangeError(
       'receiverUrl is required, or at least one of downstreams: the gateway needs somewhere to forward to.',
@@ -117,7 +125,7 @@ export function resolveGatewayOptions(options: GatewayOptions): ResolvedGatewayO
       backoffMaxMs,
     },
     logger: options.logger ?? pino({ level: 'silent' }),
-    clock: options.clock ?? systemClock,
+    clock: checkClock(options.clock),
     random: options.random ?? Math.random,
   };
 }

@@ -2,7 +2,7 @@
 // command line; tests and embedders call it directly.
 import { createGatewayApp } from './app.js';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './options.js';
-import { listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
+import { checkHost, checkPort, listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
 
 export interface GatewayServiceOptions extends GatewayOptions, ServerLimits {
   /** Default 127.0.0.1. */
@@ -20,10 +20,8 @@ export interface GatewayService {
 }
 
 export async function startGateway(options: GatewayServiceOptions): Promise<GatewayService> {
-  const port = options.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new RangeError(`port must be an integer from 0 to 65535 (0 picks a free port), not ${String(port)}.`);
-  }
+  const port = checkPort(options.port);
+  const host = checkHost(options.host);
   const app = createGatewayApp(options);
   // A send in flight may be between retries; give it its whole budget before cutting it.
   const graceMs =
@@ -31,7 +29,7 @@ export async function startGateway(options: GatewayServiceOptions): Promise<Gate
     (options.queueTimeoutMs ?? GATEWAY_DEFAULTS.queueTimeoutMs);
   let listening;
   try {
-    listening = await listen(app, options.host ?? '127.0.0.1', port, { ...serverLimitsOf(options), graceMs });
+    listening = await listen(app, host, port, { ...serverLimitsOf(options), graceMs });
   } catch (err) {
     app.close();
     throw err;

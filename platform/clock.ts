@@ -1,6 +1,7 @@
 // The one clock type every service and the worker take: time as epoch milliseconds, injected so
 // tests can move it by hand. A clock may also run timers on its own time (the test kit's manual
 // clock); code that schedules on a clock asks `timersOf` for them.
+import { describeValue } from './describe-value.js';
 
 /** Anything with a `now()` in epoch ms. */
 export interface Clock {
@@ -8,6 +9,18 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * `clock` when it has a `now()`, the system's clock when it is left out. Checked where options are
+ * read: a clock without `now()` would fail every request it was asked for the time.
+ */
+export function checkClock(clock: unknown): Clock {
+  if (clock === undefined) return systemClock;
+  if (typeof clock !== 'object' || clock === null || typeof (clock as Partial<Clock>).now !== 'function') {
+    throw new TypeError(`clock must be an object with a now() method, not ${describeValue(clock)}.`);
+  }
+  return clock as Clock;
+}
 
 /** What a timer set on a clock is called by when it is cleared. */
 export type TimerHandle = object | number;

@@ -14,6 +14,7 @@ import {
   type Exchange,
 } from './exchange.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
+import { httpUrl } from './url.js';
 import { isCodeOf, ServiceError } from './service-error.js';
 
 /** An answer, whatever its status. */
@@ -85,7 +86,7 @@ export abstract class JsonPeer<E extends ServiceError> {
     defaults: JsonPeerDefaults,
     private readonly errors: PeerErrors<E>,
   ) {
-    this.baseUrl = new URL(baseUrl);
+    this.baseUrl = httpUrl('baseUrl', baseUrl);
     this.timeoutMs = checkedTimeoutMs(options.timeoutMs ?? defaults.timeoutMs);
     this.headers = authorization(options.apiKey);
     this.maxAnswerBytes = options.maxAnswerBytes ?? defaults.maxAnswerBytes;

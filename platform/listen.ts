@@ -85,6 +85,31 @@ function atLeast(name: string, value: number, min: number): number {
   return value;
 }
 
+/**
+ * `port` when it is one a service can listen on, 0 (a free port) when it is left out. A string
+ * would not fail: Node would listen on a Unix socket of that name in the working folder.
+ */
+export function checkPort(port: unknown): number {
+  if (port === undefined) return 0;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new RangeError(
+      `port must be an integer from 0 to 65535 (0 picks a free port), not ${typeof port === 'string' ? JSON.stringify(port) : String(port)}.`,
+    );
+  }
+  return port;
+}
+
+/** `host` when it is a non-empty string, 127.0.0.1 when it is left out. */
+export function checkHost(host: unknown): string {
+  if (host === undefined) return '127.0.0.1';
+  if (typeof host !== 'string' || host === '') {
+    throw new TypeError(
+      `host must be an address or a host name such as 127.0.0.1, not ${JSON.stringify(host) ?? String(host)}.`,
+    );
+  }
+  return host;
+}
+
 export interface Listening {
   server: Server;
   /** `http://<host>:<port>`, without a trailing slash. */
@@ -101,6 +126,8 @@ export async function listen(
   options: ListenOptions = {},
 ): Promise<Listening> {
   const limits = resolveListenOptions(options);
+  checkPort(port);
+  checkHost(host);
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,

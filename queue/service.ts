@@ -4,7 +4,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createQueueApp } from './app.js';
-import { listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
+import { checkClock } from '../platform/clock.js';
+import { describeValue } from '../platform/describe-value.js';
+import { checkHost, checkPort, listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
@@ -59,6 +61,12 @@ export interface QueueService {
 export async function openQueueStore(
   options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock' | 'journal' | 'commitWindowMs'>,
 ): Promise<QueueStore> {
+  if (typeof options.db !== 'string' || options.db === '') {
+    throw new TypeError(
+      `db must be a SQLite file's path, ":memory:" or a postgres:// URL, not ${describeValue(options.db)}.`,
+    );
+  }
+  checkClock(options.clock);
   if (isPostgresUrl(options.db)) {
     return openPostgresQueueStore({
       connectionString: options.db,
@@ -82,6 +90,9 @@ export async function openQueueStore(
 
 export async function startQueue(options: QueueServiceOptions): Promise<QueueService> {
   const logger = options.logger ?? pino({ level: 'silent' });
+  // Checked before the store is opened, so a bad option leaves no file behind.
+  const port = checkPort(options.port);
+  const host = checkHost(options.host);
   const store = await openQueueStore(options);
   let app;
   try {
@@ -92,7 +103,7 @@ export async function startQueue(options: QueueServiceOptions): Promise<QueueSer
   }
   let listening;
   try {
-    listening = await listen(app, options.host ?? '127.0.0.1', options.port ?? 0, serverLimitsOf(options));
+    listening = await listen(app, host, port, serverLimitsOf(options));
   } catch (err) {
     app.close();
     await store.close();

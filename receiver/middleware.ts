@@ -6,7 +6,9 @@ import { BODY_LIMIT_BYTES, edgeFailureOf, errorRenderer, rawJsonBody } from '../
 import { ReceiverError } from './errors.js';
 import type { EffectMetrics } from './metrics.js';
 import { parseBatchBody, parseEffectBody, parseFencingToken } from './schemas.js';
-import { systemClock, type Clock, type EffectRequest } from './rules.js';
+import type { Clock, EffectRequest } from './rules.js';
+import { checkClock } from '../platform/clock.js';
+import { describeValue } from '../platform/describe-value.js';
 import { answerOf, refusalOf } from './answers.js';
 import { BATCH_HEADER, batchTargetOf, isBatchTarget, judgeBatch } from './batch.js';
 import { BATCH_TOKEN, FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
@@ -78,6 +80,17 @@ function rawBodyOf(req: Request): Buffer | undefined {
   throw new Error('fencedEffects needs the raw request body: mount it before any body parser (e.g. express.json()).');
 }
 
+/** A store made by one of the receiver's openers; a promise of one is named, since it is the usual slip. */
+function checkEffectStore(store: unknown): void {
+  const open = 'openSqliteEffectStore, openPostgresEffectStore or createKnexEffectStore';
+  if (typeof (store as { then?: unknown } | undefined)?.then === 'function') {
+    throw new TypeError(`fencedEffects: store is a promise; await ${open} before passing its store.`);
+  }
+  if (typeof (store as { record?: unknown } | undefined)?.record !== 'function') {
+    throw new TypeError(`fencedEffects: store must be an effect store (from ${open}), not ${describeValue(store)}.`);
+  }
+}
+
 /**
  * A router for one route (`app.post('/effects', fencedEffects({store}))`): reads the body
  * (declared JSON, 1 MiB at most), checks the Fencing-Token header, the signature (over the
@@ -93,11 +106,21 @@ function rawBodyOf(req: Request): Buffer | undefined {
  * request would have been. Every answer of the route names that target in `Leasehold-Batch`.
  */
 export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: 'silent' });
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`fencedEffects takes {store, apply?, secret?, clock?}, not ${describeValue(options)}.`);
+  }
   const { store, secret, apply } = options;
+  checkEffectStore(store);
+  const clock = checkClock(options.clock);
+  const logger = options.logger ?? pino({ level: 'silent' });
+  if (secret !== undefined && typeof secret !== 'string')
+    throw new TypeError(`fencedEffects: secret must be a string, not ${describeValue(secret)}.`);
   if (secret !== undefined && secret === '')
     throw new Error('fencedEffects: secret must not be empty; leave it out to disable signatures.');
+  if (apply !== undefined && typeof apply !== 'function')
+    throw new TypeError(
+      `fencedEffects: apply must be a function (effect, tx) => Promise<void>, not ${describeValue(apply)}.`,
+    );
 
   /**
    * Runs `work` with this request's own `apply`, and turns a failure of `apply` into

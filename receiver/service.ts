@@ -7,8 +7,18 @@ import { openSqliteEffectStore } from './sqlite-store.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { openPostgresEffectStore } from './postgres-store.js';
 import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
-import { listen, resolveListenOptions, serverLimitsOf, type Listening, type ServerLimits } from '../platform/listen.js';
-import { systemClock, type Clock, type Effect } from './rules.js';
+import {
+  checkHost,
+  checkPort,
+  listen,
+  resolveListenOptions,
+  serverLimitsOf,
+  type Listening,
+  type ServerLimits,
+} from '../platform/listen.js';
+import { checkClock } from '../platform/clock.js';
+import { describeValue } from '../platform/describe-value.js';
+import type { Clock, Effect } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
 import { retainJournal } from './retention.js';
 
@@ -95,14 +105,16 @@ interface ResolvedOptions {
 
 /** Defaults and checks in one place; everything below takes only the resolved shape. */
 export function resolveStartOptions(options: StartReceiverOptions): ResolvedOptions {
-  const port = options.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new RangeError(`port must be an integer from 0 to 65535 (0 picks a free port), not ${String(port)}.`);
-  }
+  const port = checkPort(options.port);
+  const host = checkHost(options.host);
+  if (options.secret !== undefined && typeof options.secret !== 'string')
+    throw new TypeError(`secret must be a string, not ${describeValue(options.secret)}.`);
   if (options.secret === '')
     throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
   const db = options.db ?? ':memory:';
-  if (db === '') throw new RangeError('db must be a file path, ":memory:" or a postgres:// URL.');
+  if (typeof db !== 'string' || db === '')
+    throw new RangeError(`db must be a file path, ":memory:" or a postgres:// URL, not ${describeValue(db)}.`);
+  const clock = checkClock(options.clock);
   if (looksLikeUrl(db) && !isPostgresUrl(db)) {
     throw new RangeError(
       `db "${redactDb(db)}" is a URL of an unsupported database; use a postgres:// URL or a SQLite file path.`,
@@ -119,13 +131,13 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
   const retainJournalMs = retain === 'keep' ? undefined : retain;
   return {
     port,
-    host: options.host ?? '127.0.0.1',
+    host,
     db,
     secret: options.secret,
     // A stub in memory loses everything on close anyway; a database that outlives the process
     // must not be erasable by an unauthenticated POST /admin/reset unless asked for.
     testMode: options.testMode ?? db === ':memory:',
-    clock: options.clock ?? systemClock,
+    clock,
     logger: options.logger ?? pino({ level: 'silent' }),
     journal: options.journal ?? 'delete',
     retainJournalMs,

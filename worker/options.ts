@@ -1,6 +1,6 @@
 // The worker's options: defaults in one object, one function that checks ranges and relations;
 // everything inside the worker takes only the resolved shape.
-import { systemClock, timersOf, type Clock, type Timers } from '../platform/clock.js';
+import { checkClock, timersOf, type Clock, type Timers } from '../platform/clock.js';
 import { httpUrl } from '../platform/url.js';
 import { checkApiKey } from '../platform/exchange.js';
 import { describeValue } from '../platform/describe-value.js';
@@ -116,10 +116,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   if (outputRoot !== undefined && (typeof outputRoot !== 'string' || outputRoot.length === 0)) {
     throw new RangeError(`outputRoot must be a folder path, not ${JSON.stringify(outputRoot)}.`);
   }
-  const clock = options.clock ?? systemClock;
-  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
-    throw new TypeError(`clock must be an object with a now() method, not ${describeValue(clock)}.`);
-  }
+  const clock = checkClock(options.clock);
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     gatewayUrl: httpUrl('gatewayUrl', options.gatewayUrl),
