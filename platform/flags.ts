@@ -4,6 +4,7 @@
 import type { SqliteJournal } from './sqlite.js';
 import { LISTEN_DEFAULTS } from './listen.js';
 import { startFailureOfDatabase } from './database-errors.js';
+import { isPostgresUrl } from './postgres.js';
 import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -295,6 +296,20 @@ export function journalOption(): Option {
     .choices(JOURNALS)
     .argParser(oneOf(JOURNALS))
     .default('delete');
+}
+
+/**
+ * `--db` and `--journal` together, as only the command line can judge them: an empty `--db`, and
+ * `--journal wal` with a PostgreSQL database, which keeps its own write-ahead log and would
+ * ignore the flag while the ready line claimed it.
+ */
+export function checkDatabaseFlags(command: Command, flags: { db: string; journal: SqliteJournal }): void {
+  if (flags.db === '') command.error('error: --db is empty; give a SQLite file path, :memory: or a postgres:// URL');
+  if (flags.journal !== 'delete' && isPostgresUrl(flags.db)) {
+    command.error(
+      `error: --journal ${flags.journal} is for SQLite; a postgres:// database keeps its own write-ahead log, so leave --journal out`,
+    );
+  }
 }
 
 /** `--api-key`: the key a service requires (queue, gateway), or a client presents (worker, gateway). */

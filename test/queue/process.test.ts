@@ -56,6 +56,19 @@ describe('leasehold queue (process)', () => {
     });
   });
 
+  test.each([
+    [['--db', ''], '--db is empty; give a SQLite file path, :memory: or a postgres:// URL'],
+    [
+      ['--db', 'postgres://postgres@127.0.0.1:5432/test', '--journal', 'wal'],
+      '--journal wal is for SQLite; a postgres:// database keeps its own write-ahead log, so leave --journal out',
+    ],
+  ])('%j: one line that says what is wrong, exit code 2, nothing started', async (args, line) => {
+    for (const service of ['queue', 'receiver']) {
+      const { code, stdout, stderr } = await runCli([service, '--port', '0', ...args]);
+      expect({ code, stdout, stderr }).toEqual({ code: 2, stdout: '', stderr: `leasehold ${service}: ${line}\n` });
+    }
+  });
+
   test('a port in use: one line that says what to do, exit code 1', async () => {
     const port = await portInUse();
     const db = join(tempDir('leasehold-queue-busy-'), 'queue.sqlite');
