@@ -1,5 +1,12 @@
 // A value as an error message shows it: what the caller passed, short enough for one line.
 
+/** A job id given to a library call (an assertion, a stub's read): a non-empty string. */
+export function checkJobIdArgument(method: string, jobId: unknown): void {
+  if (typeof jobId !== 'string' || jobId === '') {
+    throw new TypeError(`${method} takes the job's id, a non-empty string, first; not ${describeValue(jobId)}.`);
+  }
+}
+
 /** `"text"`, `5`, `null`, `undefined`, `{}`, `["k"]`, `a function`; `an object` for one too long to show. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'function') return 'a function';

@@ -17,7 +17,7 @@ import {
   type ServerLimits,
 } from '../platform/listen.js';
 import { checkClock } from '../platform/clock.js';
-import { describeValue } from '../platform/describe-value.js';
+import { checkJobIdArgument, describeValue } from '../platform/describe-value.js';
 import type { Clock, Effect } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
 import { retainJournal } from './retention.js';
@@ -184,11 +184,16 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     url,
     port,
     effects: (filter) => store.listEffects(filter?.jobId === undefined ? {} : { jobId: filter.jobId }),
-    effect: (jobId, key) => store.getEffect(jobId, key),
+    effect: async (jobId, key) => {
+      checkJobIdArgument('effect', jobId);
+      return store.getEffect(jobId, key);
+    },
     totals: () => store.totals(),
     journal: () => store.journal(),
-    waitForEffect: (jobId, waitOptions) =>
-      waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000),
+    waitForEffect: async (jobId, waitOptions) => {
+      checkJobIdArgument('waitForEffect', jobId);
+      return waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000);
+    },
     reset: async () => {
       faults.clear();
       await store.reset();

@@ -1,4 +1,4 @@
-// The options of `startSystem`, checked before anything starts. A test written in JavaScript gets
+// The options of `startSystem` and of the assertions, checked before anything starts. A test written in JavaScript gets
 // no help from the types, and a wrong option would otherwise start a system that fails later, at
 // its first request, far from the mistake (a clock that is not one), or quietly runs a different
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
@@ -55,4 +55,34 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function isClock(value: unknown): boolean {
   return isRecord(value) && typeof value.now === 'function';
+}
+
+/**
+ * The options of an assertion: `to` and `key` (and `timeoutMs` where it waits). An unknown name is
+ * refused, since an assertion that ignored it would pass for a reason the test did not mean
+ * (`expectExactlyOnce({ jobId })` checks every job, not one).
+ */
+export function checkChoice(method: string, choice: unknown, also: readonly string[] = []): void {
+  if (choice === undefined) return;
+  const known = ['to', 'key', ...also];
+  if (!isRecord(choice)) {
+    throw new TypeError(`${method} takes options {${known.join(', ')}}, not ${describeValue(choice)}.`);
+  }
+  const unknown = Object.keys(choice).filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    throw new RangeError(
+      `${method} does not take ${unknown.map((k) => JSON.stringify(k)).join(', ')}; its options are ${known.join(', ')}.`,
+    );
+  }
+  const { to, key } = choice;
+  const names = (value: unknown, ok: (one: unknown) => boolean) =>
+    value === undefined || ok(value) || (Array.isArray(value) && value.length > 0 && value.every(ok));
+  if (!names(to, (one) => typeof one === 'string')) {
+    throw new TypeError(`${method}: to must be a downstream's name or a list of them, not ${describeValue(to)}.`);
+  }
+  if (!names(key, (one) => typeof one === 'string' || one === null)) {
+    throw new TypeError(
+      `${method}: key must be an effect's key, null for the default effect, or a list of them, not ${describeValue(key)}.`,
+    );
+  }
 }

@@ -6,7 +6,8 @@ import { startQueue, systemClock, QueueClient, type Clock, type Job, type QueueS
 import { startReceiver, ReceiverClient, type ReceiverHandle } from '../receiver/index.js';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/index.js';
 import { ManualClock } from './clock.js';
-import { checkSystemOptions } from './options.js';
+import { checkChoice, checkSystemOptions } from './options.js';
+import { checkJobIdArgument as checkJobId } from '../platform/describe-value.js';
 import {
   expectExactlyOnceAt,
   expectNoEffectAt,
@@ -260,14 +261,25 @@ function systemHandle(parts: {
       workers.add(worker);
       return worker;
     },
-    expireLease: (jobId) => queue.expireLease(jobId),
+    expireLease: async (jobId) => {
+      checkJobId('expireLease', jobId);
+      return queue.expireLease(jobId);
+    },
     expectExactlyOnce: async (choice) => {
+      checkChoice('expectExactlyOnce', choice);
       for (const downstream of readable(choice, [RECEIVER]))
         await expectExactlyOnceAt(queueClient, downstream, apiKey, choice?.key);
     },
-    expectNoEffect: async (jobId, choice) => expectNoEffectAt(jobId, readable(choice, stubNames), choice?.key),
-    waitForEffect: async (jobId, choice) =>
-      waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000, choice?.key),
+    expectNoEffect: async (jobId, choice) => {
+      checkJobId('expectNoEffect', jobId);
+      checkChoice('expectNoEffect', choice);
+      return expectNoEffectAt(jobId, readable(choice, stubNames), choice?.key);
+    },
+    waitForEffect: async (jobId, choice) => {
+      checkJobId('waitForEffect', jobId);
+      checkChoice('waitForEffect', choice, ['timeoutMs']);
+      return waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000, choice?.key);
+    },
     reset: async () => {
       await Promise.all([queue.reset(), ...allStubs.map((s) => s.handle.reset())]);
     },

@@ -32,6 +32,16 @@ test('waitForEffect rejects after its timeout, naming the effects there are', as
   await expect(receiver.waitForEffect('job-9', { timeoutMs: -1 })).rejects.toThrow(RangeError);
 });
 
+test('effect and waitForEffect refuse a job id that is not a string, naming the call', async () => {
+  const { receiver } = await stub();
+  await expect(receiver.effect(undefined as never)).rejects.toThrow(
+    "effect takes the job's id, a non-empty string, first; not undefined.",
+  );
+  await expect(receiver.waitForEffect(42 as never)).rejects.toThrow(
+    "waitForEffect takes the job's id, a non-empty string, first; not 42.",
+  );
+});
+
 test('reset forgets effects, journal and faults between tests', async () => {
   const { receiver, client } = await stub();
   await client.record({ jobId: 'a', qty: 2 }, { token: 1 });

@@ -107,3 +107,36 @@ test('waitForEffect resolves once the effect arrives, and rejects naming the job
     'there is no downstream "billing"; the system has "receiver".',
   );
 });
+
+test('the assertions refuse arguments they would otherwise ignore, naming them, instead of passing', async () => {
+  const system = await setup();
+  await system.queue.enqueue({ id: 'order-1', qty: 1 });
+  const calls: Array<[() => Promise<unknown>, string]> = [
+    [() => system.expectExactlyOnce('order-1' as never), 'expectExactlyOnce takes options {to, key}, not "order-1".'],
+    [
+      () => system.expectExactlyOnce({ jobId: 'order-1' } as never),
+      'expectExactlyOnce does not take "jobId"; its options are to, key.',
+    ],
+    [
+      () => system.expectExactlyOnce({ to: 5 } as never),
+      "expectExactlyOnce: to must be a downstream's name or a list of them, not 5.",
+    ],
+    [
+      () => system.expectNoEffect(undefined as never),
+      "expectNoEffect takes the job's id, a non-empty string, first; not undefined.",
+    ],
+    [
+      () => system.expectNoEffect('order-1', { key: 7 } as never),
+      "expectNoEffect: key must be an effect's key, null for the default effect, or a list of them, not 7.",
+    ],
+    [() => system.waitForEffect('' as never), 'waitForEffect takes the job\'s id, a non-empty string, first; not "".'],
+    [
+      () => system.waitForEffect('order-1', { timeout: 5 } as never),
+      'waitForEffect does not take "timeout"; its options are to, key, timeoutMs.',
+    ],
+    [() => system.expireLease(5 as never), "expireLease takes the job's id, a non-empty string, first; not 5."],
+  ];
+  for (const [call, message] of calls) await expect(call()).rejects.toThrow(message);
+  // The one job was left as it was.
+  expect(await system.queue.get('order-1')).toMatchObject({ status: 'pending', attempts: 0, token: 0 });
+});
