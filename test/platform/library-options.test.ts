@@ -10,7 +10,7 @@ import { QueueClient, startQueue } from '../../queue/index.js';
 import { fencedEffects, openSqliteEffectStore, ReceiverClient, startReceiver } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const anyway = <T>(value: unknown) => value as T;
+const anyway = (value: unknown) => value as never;
 const CLOCK = 'clock must be an object with a now() method, not {}.';
 const PORT = 'port must be an integer from 0 to 65535 (0 picks a free port), not "4100".';
 const GATEWAY = { queueUrl: 'http://127.0.0.1:1', receiverUrl: 'http://127.0.0.1:2' };
