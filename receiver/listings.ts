@@ -12,8 +12,18 @@ import type { EffectCursor } from './store.js';
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1_000;
 
-const limit = z.coerce
-  .number({ error: 'limit must be an integer' })
+/**
+ * A query parameter's integer as plain digits (a leading minus allowed, for the range check to
+ * name): `Number()` would also read "0x10", "1e3" and " " (as 0), each a different number than
+ * the caller most likely meant.
+ */
+const queryInteger = (name: string) =>
+  z
+    .string({ error: `${name} must be an integer` })
+    .regex(/^-?\d+$/, `${name} must be an integer written in plain digits, as in ${name}=10`)
+    .transform(Number);
+
+const limit = queryInteger('limit')
   .pipe(
     z
       .int({ error: 'limit must be an integer' })
@@ -68,8 +78,7 @@ export const effectQuery = z.strictObject({ key: effectKey.optional() }, onlyPar
 export const journalQuery = z.strictObject(
   {
     /** The `next` of the page before: entries whose seq is greater. */
-    after: z.coerce
-      .number({ error: 'after must be an integer' })
+    after: queryInteger('after')
       .pipe(z.int({ error: 'after must be an integer (a seq)' }).min(0, 'after must be >= 0'))
       .optional(),
     limit,

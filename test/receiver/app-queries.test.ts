@@ -21,3 +21,21 @@ test.each([
     message: `The query string is invalid: ${message}`,
   });
 });
+
+test.each([
+  ['/journal?after=0x10', 'after'],
+  ['/journal?after=%20', 'after'],
+  ['/journal?after=1e3', 'after'],
+  ['/journal?limit=%2010', 'limit'],
+  ['/effects?limit=1e2', 'limit'],
+  ['/effects?limit=', 'limit'],
+])('GET %s: a number not written as plain digits is 400, not read as another number', async (path, name) => {
+  const receiver = await startReceiver({ db: join(tempDir('leasehold-queries-'), 'receiver.sqlite') });
+  closeAfterTest(() => receiver.close());
+  const res = await send(receiver.url, { path });
+  expect({ status: res.status, code: res.body?.error?.code, message: res.body?.error?.message }).toEqual({
+    status: 400,
+    code: 'invalid_request',
+    message: `The query string is invalid: ${name} must be an integer written in plain digits, as in ${name}=10.`,
+  });
+});
