@@ -12,8 +12,18 @@ import type { EffectCursor } from './store.js';
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1_000;
 
-const limit = z.coerce
-  .number({ error: 'limit must be an integer' })
+/**
+ * A query parameter's integer as plain digits (a leading minus allowed, for the range check to
+ * name): `Number()` would also read "0x10", "1e3" and " " (as 0), each a different number than
+ * the caller most likely meant.
+ */
+const queryInteger = (name: string) =>
+  z
+    .string({ error: `${name} must be an integer` })
+    .regex(/^-?\d+$/, `${name} must be an integer written in plain digits, as in ${name}=10`)
+    .transform(Number);
+
+const limit = queryInteger('limit')
   .pipe(
     z
       .int({ error: 'limit must be an integer' })
@@ -43,25 +53,38 @@ const effectCursor = z.string({ error: 'after must be a string' }).transform((te
   return z.NEVER;
 });
 
-export const effectsQuery = z.strictObject({
-  /** Only this job's effects: its default effect first, then by key. */
-  jobId: idSchema('jobId').optional(),
-  /** The `next` of the page before: effects that sort after it (by jobId, then key). */
-  after: effectCursor.optional(),
-  limit,
+/** A strict query's error for parameters it does not take, naming the ones it does. */
+const onlyParameters = (route: string, names: string) => ({
+  error: (issue: { code: string; keys?: string[] }) =>
+    issue.code === 'unrecognized_keys'
+      ? `unknown query parameter ${(issue.keys ?? []).map((k) => JSON.stringify(k)).join(', ')}; ${route} takes only ${names}`
+      : undefined,
 });
+
+export const effectsQuery = z.strictObject(
+  {
+    /** Only this job's effects: its default effect first, then by key. */
+    jobId: idSchema('jobId').optional(),
+    /** The `next` of the page before: effects that sort after it (by jobId, then key). */
+    after: effectCursor.optional(),
+    limit,
+  },
+  onlyParameters('GET /effects', 'jobId, after and limit'),
+);
 
 /** `GET /effects/:jobId?key=`: the keyed effect, or the default effect when `key` is left out. */
-export const effectQuery = z.strictObject({ key: effectKey.optional() });
+export const effectQuery = z.strictObject({ key: effectKey.optional() }, onlyParameters('GET /effects/:jobId', 'key'));
 
-export const journalQuery = z.strictObject({
-  /** The `next` of the page before: entries whose seq is greater. */
-  after: z.coerce
-    .number({ error: 'after must be an integer' })
-    .pipe(z.int({ error: 'after must be an integer (a seq)' }).min(0, 'after must be >= 0'))
-    .optional(),
-  limit,
-});
+export const journalQuery = z.strictObject(
+  {
+    /** The `next` of the page before: entries whose seq is greater. */
+    after: queryInteger('after')
+      .pipe(z.int({ error: 'after must be an integer (a seq)' }).min(0, 'after must be >= 0'))
+      .optional(),
+    limit,
+  },
+  onlyParameters('GET /journal', 'after and limit'),
+);
 
 /** A job id in a path, as strict as a job id in a body. */
 export const jobIdParam = idSchema('jobId');
