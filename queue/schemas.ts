@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { idSchema, storableText } from '../platform/ids.js';
+import { onlyParameters, queryInteger } from '../platform/query-params.js';
 import type { NewJob } from './types.js';
 import { DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS } from './rules.js';
 
@@ -148,27 +149,29 @@ export const verificationsBody = z.strictObject({
 
 export const jobIdParam = name('job id');
 
-export const listQuery = z.strictObject({
-  status: z
-    .enum(['pending', 'leased', 'done', 'dead'], { error: 'status must be pending, leased, done or dead' })
-    .optional(),
-  limit: z.coerce
-    .number()
-    .pipe(
-      z
-        .int({ error: 'limit must be an integer' })
-        .min(1, 'limit must be at least 1')
-        .max(1000, 'limit must be at most 1000'),
-    )
-    .default(100),
-  /** Pages on after this job (the `next` of the previous page), in order of enqueue. */
-  after: name('after').optional(),
-  /** `true`: jobs without payload, result and lastError, a page cut by `limit` alone. */
-  lean: z
-    .enum(['true', 'false'], { error: 'lean must be true or false' })
-    .transform((value) => value === 'true')
-    .optional(),
-});
+export const listQuery = z.strictObject(
+  {
+    status: z
+      .enum(['pending', 'leased', 'done', 'dead'], { error: 'status must be pending, leased, done or dead' })
+      .optional(),
+    limit: queryInteger('limit')
+      .pipe(
+        z
+          .int({ error: 'limit must be an integer' })
+          .min(1, 'limit must be at least 1')
+          .max(1000, 'limit must be at most 1000'),
+      )
+      .default(100),
+    /** Pages on after this job (the `next` of the previous page), in order of enqueue. */
+    after: name('after').optional(),
+    /** `true`: jobs without payload, result and lastError, a page cut by `limit` alone. */
+    lean: z
+      .enum(['true', 'false'], { error: 'lean must be true or false' })
+      .transform((value) => value === 'true')
+      .optional(),
+  },
+  onlyParameters('GET /jobs', 'status, limit, after and lean'),
+);
 
 /**
  * The most a page of `GET /jobs` holds of payloads, results and errors, as stored: with jobs of

@@ -5,23 +5,13 @@ import { z } from 'zod';
 import { effectKey } from '../platform/effect-fields.js';
 import { parseWith } from '../platform/http-edge.js';
 import { idProblem, idSchema, MAX_KEY_LENGTH } from '../platform/ids.js';
+import { onlyParameters, queryInteger } from '../platform/query-params.js';
 import { ReceiverError } from './errors.js';
 import type { Effect } from './rules.js';
 import type { EffectCursor } from './store.js';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1_000;
-
-/**
- * A query parameter's integer as plain digits (a leading minus allowed, for the range check to
- * name): `Number()` would also read "0x10", "1e3" and " " (as 0), each a different number than
- * the caller most likely meant.
- */
-const queryInteger = (name: string) =>
-  z
-    .string({ error: `${name} must be an integer` })
-    .regex(/^-?\d+$/, `${name} must be an integer written in plain digits, as in ${name}=10`)
-    .transform(Number);
 
 const limit = queryInteger('limit')
   .pipe(
@@ -51,14 +41,6 @@ const effectCursor = z.string({ error: 'after must be a string' }).transform((te
   if (problem === undefined) return key === undefined ? { jobId } : { jobId, key };
   ctx.issues.push({ code: 'custom', message: `${problem}; pass the \`next\` of the page before`, input: text });
   return z.NEVER;
-});
-
-/** A strict query's error for parameters it does not take, naming the ones it does. */
-const onlyParameters = (route: string, names: string) => ({
-  error: (issue: { code: string; keys?: string[] }) =>
-    issue.code === 'unrecognized_keys'
-      ? `unknown query parameter ${(issue.keys ?? []).map((k) => JSON.stringify(k)).join(', ')}; ${route} takes only ${names}`
-      : undefined,
 });
 
 export const effectsQuery = z.strictObject(

@@ -1,0 +1,26 @@
+// A query string's parameters as the services' listings read them, in one place for the queue
+// and the receiver: integers in plain digits only, a parameter given once, and a 400 for an
+// unknown one that names the parameters the route does take.
+import { z } from 'zod';
+
+/**
+ * A query parameter's integer as plain digits (a leading minus allowed, for the range check that
+ * follows to name): `Number()` would also read "0x10", "1e3" and " " (as 0), each a different
+ * number than the caller most likely meant. A parameter given twice arrives as an array.
+ */
+export const queryInteger = (name: string) =>
+  z
+    .string({
+      error: (issue) =>
+        Array.isArray(issue.input) ? `${name} is given more than once; give it once` : `${name} must be an integer`,
+    })
+    .regex(/^-?\d+$/, `${name} must be an integer written in plain digits, as in ${name}=10`)
+    .transform(Number);
+
+/** A strict query's error for parameters it does not take, naming the ones it does. */
+export const onlyParameters = (route: string, names: string) => ({
+  error: (issue: { code: string; keys?: string[] }) =>
+    issue.code === 'unrecognized_keys'
+      ? `unknown query parameter ${(issue.keys ?? []).map((k) => JSON.stringify(k)).join(', ')}; ${route} takes only ${names}`
+      : undefined,
+});
