@@ -126,8 +126,6 @@ export async function listen(
   options: ListenOptions = {},
 ): Promise<Listening> {
   const limits = resolveListenOptions(options);
-  checkPort(port);
-  checkHost(host);
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,

@@ -2,6 +2,7 @@
 // from `?schema=NAME` in the URL), migrations serialised across processes by an advisory lock,
 // and whole-transaction retries on serialization failures and deadlocks.
 // Shared by the queue's and the receiver's stores, as platform/sqlite.ts is for SQLite.
+import { describeValue } from './describe-value.js';
 import { retryTransaction } from './retry.js';
 import knexFactory, { type Knex } from 'knex';
 
@@ -20,6 +21,17 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /** True for a `postgres://` or `postgresql://` URL: the `--db` values that select PostgreSQL. */
 export function isPostgresUrl(db: string): boolean {
   return POSTGRES_URL.test(db);
+}
+
+/**
+ * `db` when it names a database the services can open, by its form only: a SQLite file's path,
+ * `:memory:` or a `postgres://` URL; a value of another kind, or empty, is a TypeError.
+ */
+export function checkDbOption(db: unknown): string {
+  if (typeof db !== 'string' || db === '') {
+    throw new TypeError(`db must be ":memory:", a SQLite file's path or a postgres:// URL, not ${describeValue(db)}.`);
+  }
+  return db;
 }
 
 /** True for any `scheme://...` value, so a URL of an unsupported database is not taken for a file name. */

@@ -4,10 +4,11 @@
 // SIGTERM/SIGINT, or when the process that started it with an IPC channel goes away.
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
-import { checkOptions, failStart, flagNamesOf } from './flags.js';
+import { checkDatabaseFlags, checkOptions, failStart, flagNamesOf } from './flags.js';
 import { resolveListenOptions, serverLimitsOf, type ServerLimits } from './listen.js';
 import { createLogger, type ServiceName } from './logger.js';
 import { redactDb } from './postgres.js';
+import type { SqliteJournal } from './sqlite.js';
 
 /** What every service's flags hold. */
 export interface ServiceFlags extends ServerLimits {
@@ -16,6 +17,8 @@ export interface ServiceFlags extends ServerLimits {
   logLevel: string;
   /** The queue's and the receiver's database, logged with its secrets masked. */
   db?: string;
+  /** SQLite's journal, beside `db`. */
+  journal?: SqliteJournal;
   /** The gateway's and the receiver's signing secret. */
   secret?: string;
 }
@@ -52,6 +55,7 @@ export function serviceAction<Flags extends ServiceFlags, Options, S extends Run
     if (flags.secret === '') {
       command.error('error: the secret is empty; set a non-empty --secret or LEASEHOLD_SECRET, or unset it.');
     }
+    if (flags.db !== undefined) checkDatabaseFlags(command, { db: flags.db, journal: flags.journal ?? 'delete' });
     const options = checkOptions(command, flagNamesOf(command, main.renamed), () => {
       const options = main.resolve(flags, command);
       resolveListenOptions(serverLimitsOf(flags));

@@ -6,7 +6,6 @@ import {
   firstByteTimeoutOption,
   headersTimeoutOption,
   integerAtLeast,
-  checkDatabaseFlags,
   journalOption,
   leaseholdCommand,
   logLevelOption,
@@ -85,19 +84,16 @@ export function queueCommand(): Command {
     .action(
       serviceAction({
         service: 'queue',
-        resolve: (flags: QueueFlags, command) => {
-          checkDatabaseFlags(command, flags);
-          return {
-            db: flags.db,
-            host: flags.host,
-            port: flags.port,
-            latePolicy: flags.lateFinish,
-            journal: flags.journal,
-            commitWindowMs: flags.commitWindowMs,
-            apiKey: flags.apiKey === undefined ? undefined : checkApiKey(flags.apiKey),
-            ...serverLimitsOf(flags),
-          };
-        },
+        resolve: (flags: QueueFlags) => ({
+          db: flags.db,
+          host: flags.host,
+          port: flags.port,
+          latePolicy: flags.lateFinish,
+          journal: flags.journal,
+          commitWindowMs: flags.commitWindowMs,
+          apiKey: flags.apiKey === undefined ? undefined : checkApiKey(flags.apiKey),
+          ...serverLimitsOf(flags),
+        }),
         start: (options, logger) => startQueue({ ...options, logger }),
         ready: (options) => ({
           lateFinish: options.latePolicy,

@@ -5,9 +5,8 @@ import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createQueueApp } from './app.js';
 import { checkClock } from '../platform/clock.js';
-import { describeValue } from '../platform/describe-value.js';
 import { checkHost, checkPort, listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
-import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
+import { checkDbOption, isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
 import type { QueueStore } from './store.js';
@@ -61,11 +60,7 @@ export interface QueueService {
 export async function openQueueStore(
   options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock' | 'journal' | 'commitWindowMs'>,
 ): Promise<QueueStore> {
-  if (typeof options.db !== 'string' || options.db === '') {
-    throw new TypeError(
-      `db must be a SQLite file's path, ":memory:" or a postgres:// URL, not ${describeValue(options.db)}.`,
-    );
-  }
+  checkDbOption(options.db);
   checkClock(options.clock);
   if (isPostgresUrl(options.db)) {
     return openPostgresQueueStore({

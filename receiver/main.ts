@@ -5,7 +5,6 @@ import {
   dbOption,
   firstByteTimeoutOption,
   headersTimeoutOption,
-  checkDatabaseFlags,
   journalOption,
   leaseholdCommand,
   logLevelOption,
@@ -77,19 +76,16 @@ export function receiverCommand(): Command {
     .action(
       serviceAction({
         service: 'receiver',
-        resolve: (flags: ReceiverFlags, command) => {
-          checkDatabaseFlags(command, flags);
-          return {
-            port: flags.port,
-            host: flags.host,
-            db: flags.db,
-            secret: flags.secret,
-            testMode: flags.testMode,
-            journal: flags.journal,
-            retainJournalMs: flags.retainJournal,
-            ...serverLimitsOf(flags),
-          };
-        },
+        resolve: (flags: ReceiverFlags) => ({
+          port: flags.port,
+          host: flags.host,
+          db: flags.db,
+          secret: flags.secret,
+          testMode: flags.testMode,
+          journal: flags.journal,
+          retainJournalMs: flags.retainJournal,
+          ...serverLimitsOf(flags),
+        }),
         start: (options, logger) => startReceiver({ ...options, logger }),
         ready: (options) => ({ testMode: options.testMode, signed: options.secret !== undefined }),
       }),

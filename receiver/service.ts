@@ -6,7 +6,7 @@ import { FaultController } from './faults.js';
 import { openSqliteEffectStore } from './sqlite-store.js';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { openPostgresEffectStore } from './postgres-store.js';
-import { isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
+import { checkDbOption, isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import {
   checkHost,
   checkPort,
@@ -111,9 +111,7 @@ export function resolveStartOptions(options: StartReceiverOptions): ResolvedOpti
     throw new TypeError(`secret must be a string, not ${describeValue(options.secret)}.`);
   if (options.secret === '')
     throw new RangeError('secret must not be empty; leave it out to accept unsigned requests.');
-  const db = options.db ?? ':memory:';
-  if (typeof db !== 'string' || db === '')
-    throw new RangeError(`db must be a file path, ":memory:" or a postgres:// URL, not ${describeValue(db)}.`);
+  const db = checkDbOption(options.db ?? ':memory:');
   const clock = checkClock(options.clock);
   if (looksLikeUrl(db) && !isPostgresUrl(db)) {
     throw new RangeError(

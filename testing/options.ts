@@ -4,6 +4,7 @@
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
 
 import { describeValue } from '../platform/describe-value.js';
+import { checkDbOption } from '../platform/postgres.js';
 
 const KNOWN = ['db', 'clock', 'secret', 'apiKey', 'downstreams'] as const;
 
@@ -18,9 +19,7 @@ export function checkSystemOptions(options: unknown): void {
     );
   }
   const { db, clock, secret, apiKey, downstreams } = options;
-  if (db !== undefined && (typeof db !== 'string' || db === '')) {
-    throw new TypeError(`db must be ":memory:", a SQLite file's path or a postgres:// URL, not ${describeValue(db)}.`);
-  }
+  if (db !== undefined) checkDbOption(db);
   if (clock !== undefined && clock !== 'real' && clock !== 'manual' && !isClock(clock)) {
     throw new TypeError(
       `clock must be "real", "manual" or an object with a now() method, not ${describeValue(clock)}.`,

@@ -17,8 +17,8 @@ const GATEWAY = { queueUrl: 'http://127.0.0.1:1', receiverUrl: 'http://127.0.0.1
 
 describe('startQueue', () => {
   test.each([
-    [{}, `db must be a SQLite file's path, ":memory:" or a postgres:// URL, not undefined.`],
-    [{ db: 5 }, `db must be a SQLite file's path, ":memory:" or a postgres:// URL, not 5.`],
+    [{}, `db must be ":memory:", a SQLite file's path or a postgres:// URL, not undefined.`],
+    [{ db: 5 }, `db must be ":memory:", a SQLite file's path or a postgres:// URL, not 5.`],
     [{ db: ':memory:', clock: {} }, CLOCK],
     [{ db: ':memory:', port: '4100' }, PORT],
     [{ db: ':memory:', host: '' }, 'host must be an address or a host name such as 127.0.0.1, not "".'],
@@ -39,7 +39,7 @@ describe('startReceiver', () => {
     [{ clock: {} }, CLOCK],
     [{ port: '4100' }, PORT],
     [{ secret: 5 }, 'secret must be a string, not 5.'],
-    [{ db: 5 }, 'db must be a file path, ":memory:" or a postgres:// URL, not 5.'],
+    [{ db: 5 }, `db must be ":memory:", a SQLite file's path or a postgres:// URL, not 5.`],
   ])('%j is refused, naming the option', async (options, message) => {
     await expect(startReceiver(anyway(options))).rejects.toThrow(message);
   });
