@@ -44,6 +44,9 @@ export const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /** The code of a `network` failure for an answer over `maxAnswerBytes`. */
 export const ANSWER_TOO_LARGE = 'ERR_ANSWER_TOO_LARGE';
 
+/** The message of a `reset` for an answer cut before its last byte (the connection was made and answered). */
+export const CUT_MID_ANSWER = 'the connection closed mid-answer';
+
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_SOCKET']);
 
 /**
@@ -103,13 +106,15 @@ export function exchange(req: ExchangeRequest): Promise<Exchange> {
           if (received > maxAnswerBytes) tooLarge();
           else chunks.push(chunk);
         });
-        res.on('error', fail);
+        // Closed before the last byte: the answer was cut, which is a reset whatever Node reports
+        // (an `aborted` error first, or only a close).
+        const cut = () => fail(Object.assign(new Error(CUT_MID_ANSWER), { code: 'ECONNRESET' }));
+        res.on('error', (err) => (res.complete ? fail(err) : cut()));
         res.on('end', () => {
           settle({ kind: 'response', status: res.statusCode ?? 0, headers: res.headers, body: parseBody(chunks) });
         });
-        // Closed before the last byte: the answer was cut, which is a reset whatever Node reports.
         res.on('close', () => {
-          if (!res.complete) fail(Object.assign(new Error('the connection closed mid-answer'), { code: 'ECONNRESET' }));
+          if (!res.complete) cut();
         });
       },
     );
