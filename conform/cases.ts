@@ -2,7 +2,7 @@
 // what the fencing protocol (docs/downstream-protocol.md) says it must answer. A downstream has
 // no standard read API, so "nothing was recorded" is checked through the answers to later
 // requests: a refused request must leave the next valid one to be the first.
-import type { Answer, Attempt, Peer } from './peer.js';
+import { NoAnswer, type Answer, type Attempt, type Peer } from './peer.js';
 
 export interface CaseContext {
   peer: Peer;
@@ -34,15 +34,40 @@ export class CaseSkipped extends Error {
 type Expected =
   { status: 201; outcome: 'applied' } | { status: 200; outcome: 'duplicate' } | { status: number; code?: string };
 
-function describe(answer: Answer): string {
-  const body = answer.body as { outcome?: unknown; error?: { code?: unknown } } | undefined;
-  const what =
-    typeof body?.outcome === 'string'
-      ? ` ${body.outcome}`
-      : typeof body?.error?.code === 'string'
-        ? ` ${body.error.code}`
-        : '';
-  return `${answer.status}${what}`;
+/** A value as JSON, cut to its first 80 characters: a broken downstream may answer anything. */
+export function excerpt(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length <= 80 ? text : `${text.slice(0, 80)}… (${text.length} characters)`;
+}
+
+/** An answer as the end of "expected …, got …": its status, then its outcome or error code, or what its body lacks. */
+export function describe(answer: Answer): string {
+  const { status, body } = answer;
+  if (body === undefined) return `${status} with an empty body`;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return `${status} with a body that is not a JSON object: ${excerpt(body)}`;
+  }
+  const { outcome, effect, error } = body as { outcome?: unknown; effect?: unknown; error?: { code?: unknown } };
+  if (typeof outcome === 'string') {
+    return typeof effect === 'object' && effect !== null
+      ? `${status} ${outcome}`
+      : `${status} ${outcome} without an effect`;
+  }
+  if (typeof error?.code === 'string') return `${status} ${error.code}`;
+  return `${status} with neither an outcome nor an error code: ${excerpt(body)}`;
+}
+
+/**
+ * `request`'s answer; when none came (no connection, no answer, not HTTP), the case fails saying
+ * `step: expected <expected>, got <what came>`.
+ */
+export async function answered(step: string, expected: string, request: Promise<Answer>): Promise<Answer> {
+  try {
+    return await request;
+  } catch (err) {
+    if (err instanceof NoAnswer) throw new CaseFailure(`${step}: expected ${expected}, got ${err.message}`);
+    throw err;
+  }
 }
 
 function describeExpected(expected: Expected): string {
@@ -52,7 +77,7 @@ function describeExpected(expected: Expected): string {
 
 /** Checks status and outcome (or error code) together; `step` says which request of the case it was. */
 async function expectAnswer(ctx: CaseContext, step: string, attempt: Attempt, expected: Expected): Promise<Answer> {
-  const answer = await ctx.peer.post(attempt);
+  const answer = await answered(step, describeExpected(expected), ctx.peer.post(attempt));
   const body = answer.body as { outcome?: unknown; effect?: unknown; error?: { code?: unknown } } | undefined;
   const ok =
     answer.status === expected.status &&
@@ -218,12 +243,23 @@ export const CASES: readonly Case[] = [
     async run(ctx) {
       const jobId = ctx.job('race');
       const attempt = { token: 1, body: { jobId, qty: 1 } };
-      const answers = await Promise.all(Array.from({ length: ctx.races }, () => ctx.peer.post(attempt)));
+      // A request that got no answer counts as neither, and is tallied as what came instead.
+      const answers = await Promise.all(
+        Array.from({ length: ctx.races }, () =>
+          ctx.peer.post(attempt).then(
+            (answer) => ({ status: answer.status, said: describe(answer) }),
+            (err: unknown) => {
+              if (err instanceof NoAnswer) return { status: undefined, said: err.message };
+              throw err;
+            },
+          ),
+        ),
+      );
       const count = (status: number) => answers.filter((a) => a.status === status).length;
       const [created, repeated] = [count(201), count(200)];
       if (created !== 1 || repeated !== ctx.races - 1) {
         throw new CaseFailure(
-          `${ctx.races} racing requests: expected 1 × 201 applied and ${ctx.races - 1} × 200 duplicate, got ${tally(answers.map(describe))}`,
+          `${ctx.races} racing requests: expected 1 × 201 applied and ${ctx.races - 1} × 200 duplicate, got ${tally(answers.map((a) => a.said))}`,
         );
       }
     },

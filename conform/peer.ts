@@ -2,7 +2,14 @@
 // Fencing-Token, signed as the gateway signs (or, on purpose, unsigned, forged, signed for another
 // route, or with the first round's v1), and read the answer whatever it is.
 import { createHmac } from 'node:crypto';
-import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
+import {
+  ANSWER_TOO_LARGE,
+  CUT_MID_ANSWER,
+  DEFAULT_MAX_ANSWER_BYTES,
+  exchange,
+  keepAliveAgent,
+  type Exchange,
+} from '../platform/exchange.js';
 import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
 
 /** How a request is signed: as the protocol asks, or wrong in one way a downstream must refuse. */
@@ -15,6 +22,14 @@ export interface Attempt {
   body: unknown;
   raw?: boolean;
   signing?: Signing;
+}
+
+/**
+ * A request that got no HTTP answer conform can read. The message says what came instead, worded
+ * to end "expected 201 applied, got …": no connection, no answer, or bytes that are not HTTP.
+ */
+export class NoAnswer extends Error {
+  override readonly name = 'NoAnswer';
 }
 
 export interface Answer {
@@ -47,7 +62,7 @@ export function createPeer(url: URL, secret: string | undefined, timeoutMs: numb
       const signature = signatureOf(attempt.signing ?? 'signed', secret, path, Number(attempt.token ?? 0), body);
       if (signature !== undefined) headers[SIGNATURE_HEADER] = signature;
       const result = await exchange({ method: 'POST', url, body, headers, timeoutMs, agent });
-      if (result.kind !== 'response') throw new Error(unreachable(result, url, timeoutMs));
+      if (result.kind !== 'response') throw new NoAnswer(whatCame(result, url, timeoutMs));
       return { status: result.status, headers: result.headers, body: result.body };
     },
     async postBatch(target, effects, signing = 'signed') {
@@ -63,7 +78,7 @@ export function createPeer(url: URL, secret: string | undefined, timeoutMs: numb
         );
       }
       const result = await exchange({ method: 'POST', url: target, body, headers, timeoutMs, agent });
-      if (result.kind !== 'response') throw new Error(unreachable(result, target, timeoutMs));
+      if (result.kind !== 'response') throw new NoAnswer(whatCame(result, target, timeoutMs));
       return { status: result.status, headers: result.headers, body: result.body };
     },
     close() {
@@ -100,13 +115,26 @@ function signatureOf(
   }
 }
 
-function unreachable(result: Exclude<Exchange, { kind: 'response' }>, url: URL, timeoutMs: number): string {
+/** What came instead of an answer, as the end of "expected …, got …". */
+function whatCame(result: Exclude<Exchange, { kind: 'response' }>, url: URL, timeoutMs: number): string {
   switch (result.kind) {
     case 'timeout':
       return `no answer from ${url.href} within ${timeoutMs} ms`;
     case 'aborted':
-      return 'aborted';
-    default:
-      return `${url.href} could not be reached (${result.code}: ${result.message})`;
+      return 'no answer: the run was aborted';
+    case 'reset':
+      // exchange reports an answer cut before its last byte as a reset with this message.
+      return result.message === CUT_MID_ANSWER
+        ? 'an answer cut off: the connection closed before its last byte'
+        : `no answer: the connection was closed without one (${result.code})`;
+    case 'refused':
+      return `no connection: ${url.href} could not be reached (${result.code})`;
+    case 'network':
+      if (result.code === ANSWER_TOO_LARGE) {
+        return `an answer over ${DEFAULT_MAX_ANSWER_BYTES / 1024 / 1024} MiB, which conform does not read`;
+      }
+      // Node's HTTP parser: something answered on the port, but not in HTTP.
+      if (result.code.startsWith('HPE_')) return `an answer that is not HTTP (${result.code})`;
+      return `no connection: ${url.href} could not be reached (${result.code}: ${result.message})`;
   }
 }
