@@ -2,33 +2,61 @@
 // batches in Leasehold-Batch must judge a batch's effects as their own requests would be judged,
 // in order within a job, and refuse a batch not signed as one. Skipped for a downstream that
 // offers none.
-import { CaseFailure, CaseSkipped, type Case, type CaseContext } from './cases.js';
+import { answered, CaseFailure, CaseSkipped, describe, excerpt, type Case, type CaseContext } from './cases.js';
 import type { Answer } from './peer.js';
 
 const OFFER_HEADER = 'leasehold-batch';
 
-/** The offered target, resolved against the endpoint; one on another origin fails the case. */
+/** The offered target, resolved against the endpoint; an empty one, or one not on the endpoint's origin, fails the case. */
 function offeredTarget(ctx: CaseContext, answer: Answer): URL {
   const offered = answer.headers[OFFER_HEADER];
   if (typeof offered !== 'string')
     throw new CaseSkipped('the downstream offers no batches (no Leasehold-Batch header)');
-  const target = new URL(offered, ctx.peer.url);
-  if (target.origin !== ctx.peer.url.origin) {
-    throw new CaseFailure(
-      `Leasehold-Batch offers ${JSON.stringify(offered)}, which is not on the endpoint's origin; a gateway never sends there`,
+  const origin = ctx.peer.url.origin;
+  const refuse = (what: string) =>
+    new CaseFailure(
+      `the first request: expected Leasehold-Batch to name a target on the endpoint's origin, ${origin}, got ${what}`,
     );
+  if (offered === '') throw refuse('an empty header');
+  let target: URL;
+  try {
+    target = new URL(offered, ctx.peer.url);
+  } catch {
+    throw refuse(`${JSON.stringify(offered)}, which is not a URL`);
   }
+  if (target.protocol !== 'http:') throw refuse(`${JSON.stringify(offered)}, which is not an http: URL`);
+  // A gateway never sends a batch there: it ignores such an offer and sends effects one by one.
+  if (target.origin !== origin) throw refuse(`${JSON.stringify(offered)}, which is on ${target.origin}`);
   return target;
 }
 
+/** Each result's status, when the answer is 200 with `size` results that each have one. */
 function statusesOf(step: string, answer: Answer, size: number): number[] {
-  const results = (answer.body as { results?: unknown } | undefined)?.results;
-  if (answer.status !== 200 || !Array.isArray(results) || results.length !== size) {
+  const expected = `expected 200 with ${size} results`;
+  const body = answer.body;
+  if (answer.status !== 200 || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new CaseFailure(`${step}: ${expected}, got ${describe(answer)}`);
+  }
+  const results = (body as { results?: unknown }).results;
+  if (!Array.isArray(results)) {
+    throw new CaseFailure(`${step}: ${expected}, got 200 without a results array: ${excerpt(body)}`);
+  }
+  if (results.length !== size) {
     throw new CaseFailure(
-      `${step}: expected 200 with ${size} results, got ${answer.status} ${JSON.stringify(answer.body)}`,
+      `${step}: ${expected}, got 200 with ${results.length} result${results.length === 1 ? '' : 's'}`,
     );
   }
-  return results.map((r) => Number((r as { status?: unknown } | null)?.status));
+  const statuses = results.map((r) => (r as { status?: unknown } | null)?.status);
+  const malformed = results.flatMap((r, i) =>
+    Number.isSafeInteger(statuses[i]) ? [] : [`result ${i + 1}: ${excerpt(r)}`],
+  );
+  if (malformed.length > 0) {
+    const shown = malformed.length > 3 ? [...malformed.slice(0, 3), `${malformed.length - 3} more`] : malformed;
+    throw new CaseFailure(
+      `${step}: expected each of the ${size} results to have an integer status, got ${shown.join(', ')}`,
+    );
+  }
+  return statuses as number[];
 }
 
 export const BATCH_CASE: Case = {
@@ -36,8 +64,12 @@ export const BATCH_CASE: Case = {
   async run(ctx) {
     const jobId = ctx.job('batch');
     const other = ctx.job('batch-2');
-    const first = await ctx.peer.post({ token: 2, body: { jobId, qty: 1 } });
-    if (first.status !== 201) throw new CaseFailure(`the first request: expected 201 applied, got ${first.status}`);
+    const first = await answered(
+      'the first request',
+      '201 applied',
+      ctx.peer.post({ token: 2, body: { jobId, qty: 1 } }),
+    );
+    if (first.status !== 201) throw new CaseFailure(`the first request: expected 201 applied, got ${describe(first)}`);
     const target = offeredTarget(ctx, first);
     const effects = [
       { jobId, qty: 1, token: 2 },
@@ -49,28 +81,34 @@ export const BATCH_CASE: Case = {
       { jobId: other, key: '', qty: 1, token: 5 },
     ];
     const expected = [200, 409, 409, 422, 201, 409, 400];
-    const got = statusesOf('the batch', await ctx.peer.postBatch(target, effects), effects.length);
+    const batch = await answered(
+      'the batch',
+      `200 with ${effects.length} results`,
+      ctx.peer.postBatch(target, effects),
+    );
+    const got = statusesOf('the batch', batch, effects.length);
     if (JSON.stringify(got) !== JSON.stringify(expected)) {
       throw new CaseFailure(
         `the batch (duplicate, fenced, fenced on another key, conflict, applied, fenced by the effect before it, bad key): expected statuses ${expected.join(', ')}, got ${got.join(', ')}`,
       );
     }
     // The batch was recorded: the second job's fence is at 5 now, its effect "a" applied.
-    const after = await ctx.peer.post({ token: 5, body: { jobId: other, key: 'a', qty: 1 } });
-    if (after.status !== 200)
-      throw new CaseFailure(`after the batch, effect "a" again: expected 200 duplicate, got ${after.status}`);
+    const again = 'after the batch, effect "a" again';
+    const after = await answered(
+      again,
+      '200 duplicate',
+      ctx.peer.post({ token: 5, body: { jobId: other, key: 'a', qty: 1 } }),
+    );
+    if (after.status !== 200) throw new CaseFailure(`${again}: expected 200 duplicate, got ${describe(after)}`);
     if (ctx.signed) {
       for (const signing of ['unsigned', 'as-single'] as const) {
-        const refused = await ctx.peer.postBatch(
-          target,
-          [{ jobId: ctx.job(`batch-${signing}`), qty: 1, token: 1 }],
-          signing,
+        const step = `a batch ${signing === 'unsigned' ? 'unsigned' : 'signed as a single effect'}`;
+        const refused = await answered(
+          step,
+          '401',
+          ctx.peer.postBatch(target, [{ jobId: ctx.job(`batch-${signing}`), qty: 1, token: 1 }], signing),
         );
-        if (refused.status !== 401) {
-          throw new CaseFailure(
-            `a batch ${signing === 'unsigned' ? 'unsigned' : 'signed as a single effect'}: expected 401, got ${refused.status}`,
-          );
-        }
+        if (refused.status !== 401) throw new CaseFailure(`${step}: expected 401, got ${describe(refused)}`);
       }
     }
   },
