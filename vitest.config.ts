@@ -49,6 +49,7 @@ const TEST_LAYERS = {
     'test/gateway/faults.test.ts',
     'test/gateway/downstream-faults.test.ts',
     'test/conform/conform.test.ts',
+    'test/conform/broken.test.ts',
     'test/conform/receiver.test.ts',
     'test/gateway/verifier.test.ts',
     'test/receiver/stub.test.ts',
