@@ -56,7 +56,7 @@ const TEST_LAYERS = {
     'test/receiver/stub-helpers.test.ts',
     'test/worker/lease.test.ts',
     'test/worker/run.test.ts',
-    'test/worker/{concurrency,shutdown,outputs,connections,effects,finish-batch,send-batch}.test.ts',
+    'test/worker/{concurrency,prefetch,shutdown,outputs,connections,effects,finish-batch,send-batch}.test.ts',
     'test/testing/{zombie,system,expect,downstreams}.test.ts',
   ],
   // Real child processes: the built CLI, several processes on one database, kill -9, the demo.

@@ -109,6 +109,14 @@ const program = new Command('npm run bench --')
       .argParser(parseWholeNumber)
       .default(DEFAULT_E2E_CONCURRENCY),
   )
+  .addOption(
+    new Option(
+      '--prefetch <n>',
+      "with --peers: leases leasehold's worker library and `leasehold worker` hold beyond their concurrency (the worker's prefetch)",
+    )
+      .argParser(parseWholeNumber)
+      .default(0),
+  )
   .option(
     '--dir <path>',
     'parent folder for the databases (default: the temp folder if on the same device as the repository, else .bench/)',

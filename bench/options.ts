@@ -21,6 +21,7 @@ export interface BenchFlags {
   workers?: number;
   e2eProcesses?: number;
   e2eConcurrency?: number;
+  prefetch?: number;
   references?: boolean;
   peers?: boolean;
   columns?: string;
@@ -58,6 +59,8 @@ export interface BenchOptions {
   workers: number;
   /** `leasehold worker` processes end to end, and the jobs each runs at once. */
   e2eProcesses: number;
+  /** Leases leasehold's peer columns hold beyond their concurrency (the worker's `prefetch`). */
+  prefetch: number;
   e2eConcurrency: number;
   /** Also the reference columns, which explain the others: bare node:http, processes on one file, a minimal worker. */
   references: boolean;
@@ -124,6 +127,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   const workers = flags.workers ?? DEFAULT_WORKERS;
   const e2eProcesses = flags.e2eProcesses ?? DEFAULT_E2E_PROCESSES;
   const e2eConcurrency = flags.e2eConcurrency ?? DEFAULT_E2E_CONCURRENCY;
+  const prefetch = flags.prefetch ?? 0;
   if (rounds < 1) throw new RangeError(`--rounds must be at least 1, got ${rounds}.`);
   if (windowMs < 100) throw new RangeError(`--window-ms must be at least 100, got ${windowMs}.`);
   if (sliceMs < 50) throw new RangeError(`--slice-ms must be at least 50, got ${sliceMs}.`);
@@ -133,6 +137,11 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   if (workers < 2) throw new RangeError(`--workers must be at least 2, got ${workers}.`);
   if (e2eProcesses < 1) throw new RangeError(`--e2e-processes must be at least 1, got ${e2eProcesses}.`);
   if (e2eConcurrency < 1) throw new RangeError(`--e2e-concurrency must be at least 1, got ${e2eConcurrency}.`);
+  if (prefetch + Math.max(workers, 1) > 100) {
+    throw new RangeError(
+      `--prefetch plus --workers must be at most 100 (a claim's limit), got ${prefetch} + ${workers}.`,
+    );
+  }
   if (flags.profile === false && flags.profileOnly)
     throw new RangeError('--profile-only and --no-profile contradict each other.');
   if (flags.profileRounds !== undefined && flags.profileRounds < 1)
@@ -155,6 +164,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
     workers,
     e2eProcesses,
     e2eConcurrency,
+    prefetch,
     references: flags.references ?? base.references,
     peers: flags.peers ?? false,
     columns: flags.columns === undefined ? null : flags.columns.split(',').map((id) => id.trim()),

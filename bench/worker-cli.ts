@@ -35,18 +35,20 @@ interface Line {
 }
 
 /**
- * `workers` processes of `leasehold worker --concurrency <concurrency>`; where this build's
- * worker has no --concurrency yet, each runs one job at a time.
+ * `workers` processes of `leasehold worker --concurrency <concurrency>` (and `--prefetch` when
+ * asked); where this build's worker has no --concurrency yet, each runs one job at a time.
  */
 export async function openWorkerCliProbe(
   system: System,
   workers: number,
   concurrency: number,
   label: string,
+  prefetch = 0,
 ): Promise<ThroughputProbe> {
   const flags = workerFlags();
   const extra = [
     ...(flags.has('--concurrency') ? ['--concurrency', String(concurrency)] : []),
+    ...(prefetch > 0 ? ['--prefetch', String(prefetch)] : []),
     ...(flags.has('--log-level') ? ['--log-level', 'silent'] : []),
   ];
   const { queueDb } = system;

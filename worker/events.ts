@@ -17,6 +17,7 @@ export type WorkerEventBody =
       heartbeatMs: number;
       pollMs: number;
       concurrency: number;
+      prefetch: number;
       waitMs: number;
       graceMs: number;
     }

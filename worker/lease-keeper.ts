@@ -84,7 +84,7 @@ export class LeaseKeeper {
     return this.estimatedEnd;
   }
 
-  /** The handler starts: the lease is renewed on its timer from now on. */
+  /** The lease is kept from now on, renewed on its timer: while its handler runs, or waits for a turn. */
   start(): void {
     this.step('start');
     this.beatIn(this.deps.options.heartbeatMs);

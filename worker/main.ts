@@ -28,6 +28,7 @@ interface WorkerFlags {
   name: string;
   leaseMs: number;
   concurrency: number;
+  prefetch: number;
   waitMs: number;
   pollMs: number;
   workMs: number;
@@ -61,6 +62,14 @@ export function workerCommand(): Command {
       new Option('--concurrency <n>', `jobs run at once, each under its own lease (at most ${MAX_CONCURRENCY})`)
         .argParser(integerAtLeast(1))
         .default(WORKER_DEFAULTS.concurrency),
+    )
+    .addOption(
+      new Option(
+        '--prefetch <n>',
+        'leases held beyond --concurrency, each renewed while it waits for a free handler (--concurrency + --prefetch at most 100)',
+      )
+        .argParser(integerAtLeast(0))
+        .default(WORKER_DEFAULTS.prefetch),
     )
     .addOption(
       new Option(
@@ -137,7 +146,9 @@ export function workerCommand(): Command {
         'fail, release) and why (a cancelled job: reason "cancelled").',
         '',
         'Up to --concurrency jobs run at once. Free slots are filled by one claim that waits at the queue up to',
-        '--wait-ms (long poll); a finished job brings the next one back in the same request.',
+        '--wait-ms (long poll); a finished job brings the next one back in the same request. With --prefetch N,',
+        'N more leases are held, each waiting (renewed) for a free handler, so the next job starts while the last',
+        "one's finish is on its way; a stop hands the waiting ones back unworked.",
         '',
         'A lost lease (a renewal, send or finish refused as stale, or no renewal before the lease ends) aborts the',
         'job: nothing more is sent or finished under its token. A job whose handler fails is failed back to the',
@@ -161,6 +172,7 @@ export function workerCommand(): Command {
           name: flags.name,
           leaseMs: flags.leaseMs,
           concurrency: flags.concurrency,
+          prefetch: flags.prefetch,
           waitMs: flags.waitMs,
           pollMs: flags.pollMs,
           graceMs: flags.graceMs,
@@ -221,6 +233,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       name: flags.name,
       leaseMs: flags.leaseMs,
       concurrency: flags.concurrency,
+      prefetch: flags.prefetch,
       waitMs: flags.waitMs,
       pollMs: flags.pollMs,
       graceMs: flags.graceMs,

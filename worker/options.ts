@@ -12,6 +12,7 @@ import type { EffectSender, QueueApi, WorkerHooks } from './types.js';
 export const WORKER_DEFAULTS = {
   leaseMs: 30_000,
   concurrency: 1,
+  prefetch: 0,
   waitMs: 20_000,
   pollMs: 500,
   graceMs: 10_000,
@@ -37,6 +38,14 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How many jobs run at once, each under its own lease (default 1, at most 100). */
   concurrency?: number;
+  /**
+   * How many leases the worker holds beyond `concurrency`, each waiting for a handler to be free
+   * (default 0; `concurrency` + `prefetch` at most 100). A waiting lease is renewed like a running
+   * one and handed back unworked when the worker stops. The next job then starts while the
+   * last one's finish is on its way, so the queue's commits are shared by more finishes; the
+   * cost is that these jobs are held, attempt spent, by a worker that is not yet running them.
+   */
+  prefetch?: number;
   /**
    * How long one claim may wait at the queue for a job (long poll; default 20000, at most
    * 30000). 0 asks and returns at once; the worker then pauses `pollMs` between empty claims.
@@ -83,6 +92,7 @@ export interface ResolvedWorkerOptions {
   name: string;
   leaseMs: number;
   concurrency: number;
+  prefetch: number;
   waitMs: number;
   /** Timer renewals: every `max(100, floor(leaseMs / 3))` ms. */
   heartbeatMs: number;
@@ -117,13 +127,17 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     throw new RangeError(`outputRoot must be a folder path, not ${JSON.stringify(outputRoot)}.`);
   }
   const clock = checkClock(options.clock);
+  const concurrency = intIn('concurrency', options.concurrency ?? WORKER_DEFAULTS.concurrency, 1, MAX_CONCURRENCY);
+  // One claim asks for every free slot, and the queue gives at most 100 leases per claim.
+  const prefetch = intIn('prefetch', options.prefetch ?? WORKER_DEFAULTS.prefetch, 0, MAX_CONCURRENCY - concurrency);
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     gatewayUrl: httpUrl('gatewayUrl', options.gatewayUrl),
     apiKey: options.apiKey === undefined ? undefined : checkApiKey(options.apiKey),
     name,
     leaseMs,
-    concurrency: intIn('concurrency', options.concurrency ?? WORKER_DEFAULTS.concurrency, 1, MAX_CONCURRENCY),
+    concurrency,
+    prefetch,
     waitMs: intIn('waitMs', options.waitMs ?? WORKER_DEFAULTS.waitMs, 0, MAX_WAIT_MS),
     heartbeatMs,
     retryMs: Math.max(25, Math.floor(heartbeatMs / 4)),

@@ -187,9 +187,13 @@ export function withDeadReason(refusal: Refusal, job: Pick<Job, 'status' | 'dead
     : refusal;
 }
 
-/** How many leases one claim asks for: the free slots, within what is left of `maxJobs`. */
-export function claimSize(slots: { concurrency: number; running: number; budget: number }): number {
-  return Math.max(0, Math.min(slots.concurrency - slots.running, slots.budget));
+/**
+ * How many leases one claim asks for: the free slots (`concurrency` + `prefetch`, leases held
+ * whether running or waiting for a turn), within what is left of `maxJobs`.
+ */
+export function claimSize(slots: { concurrency: number; prefetch?: number; running: number; budget: number }): number {
+  const held = slots.concurrency + (slots.prefetch ?? 0);
+  return Math.max(0, Math.min(held - slots.running, slots.budget));
 }
 
 /**

@@ -11,6 +11,7 @@ import type { WorkerEventBody } from './events.js';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, scanJson } from '../platform/json-limits.js';
 import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer, type ResultSize } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import type { HandlerTurns } from './turns.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
 import { errorMessage, generationPath, jobFolderName, refusalOf, resultWithOutput } from './rules.js';
@@ -34,6 +35,11 @@ export interface RunLeaseDeps {
   graceSignal?: AbortSignal | undefined;
   /** Asked once the handler returned: true to claim the slot's next job in the finish's request. */
   wantNext?: (() => boolean) | undefined;
+  /**
+   * With `prefetch`, the turns at the handler the run's leases share: a lease waits, kept alive,
+   * for one, and gives it back as soon as its handler has returned. Without: every lease runs at once.
+   */
+  handlerTurns?: HandlerTurns | undefined;
 }
 
 /** A failure is kept as `lastError` by the queue; a bounded one always fits its limit. */
@@ -72,11 +78,27 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
     return none(await releaseJob(keeper, deps));
   }
   keeper.start();
-  if (keeper.renewFirst) await keeper.renew().catch(() => {});
+  // A prefetched lease waits for a turn at the handler, renewed meanwhile. Lost while it waits
+  // (a renewal refused), it ends at once; a stop hands it back unworked.
+  const turn = deps.handlerTurns
+    ? await deps.handlerTurns.take(deps.stopSignal ? AbortSignal.any([deps.stopSignal, keeper.signal]) : keeper.signal)
+    : () => {};
+  if (turn === undefined) {
+    await keeper.stop();
+    if (keeper.lost) return none({ status: 'lost', lease: keeper.lease, error: keeper.lost });
+    return none(await releaseJob(keeper, deps));
+  }
   const generation = new Generation(keeper, deps);
-  const handled: Handled = keeper.lost
-    ? { kind: 'threw', error: keeper.lost }
-    : await untilGraceOver(handler, new LeaseContext(keeper, deps, generation), deps.graceSignal);
+  let handled: Handled;
+  try {
+    if (keeper.renewFirst) await keeper.renew().catch(() => {});
+    handled = keeper.lost
+      ? { kind: 'threw', error: keeper.lost }
+      : await untilGraceOver(handler, new LeaseContext(keeper, deps, generation), deps.graceSignal);
+  } finally {
+    // The next lease's handler runs while this one's finish is on its way.
+    turn();
+  }
   if (handled.kind === 'grace_over') {
     keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`));
     await keeper.stop();

@@ -1,12 +1,14 @@
-// `run()`: up to `concurrency` slots, each running one job after another under its own kept
-// lease. Free slots are filled by one long-polled claim at a time; a finished job brings the
-// slot's next one back in its own request. A stop ends the claims, gives running handlers
+// `run()`: up to `concurrency` + `prefetch` slots, each running one job after another under its
+// own kept lease, at most `concurrency` handlers at once. Free slots are filled by one
+// long-polled claim at a time; a finished job brings the slot's next one back in its own request.
+// A stop ends the claims, hands back the leases still waiting for a turn, gives running handlers
 // `graceMs`, then releases the leases of those still running.
 import { QueueError } from '../queue/client.js';
 import type { WorkerEventBody } from './events.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { claimedEvent, claimSize, errorMessage } from './rules.js';
 import { runLease, type RunLeaseDeps } from './run-lease.js';
+import { HandlerTurns } from './turns.js';
 import type { ClaimedLease, Handler, QueueApi } from './types.js';
 
 export interface RunOptions {
@@ -29,7 +31,7 @@ export interface WorkerSummary {
 }
 
 /** What a lease's run needs besides the stop, the grace and the choice of a next job. */
-export type LeaseDeps = Omit<RunLeaseDeps, 'stopSignal' | 'graceSignal' | 'wantNext'>;
+export type LeaseDeps = Omit<RunLeaseDeps, 'stopSignal' | 'graceSignal' | 'wantNext' | 'handlerTurns'>;
 
 /** What a run takes from its worker. */
 export interface RunParts {
@@ -53,17 +55,22 @@ export class WorkerRun {
   private graceTimer: NodeJS.Timeout | undefined;
   private failure: { error: unknown } | undefined;
   private wake: () => void = () => {};
+  /** With `prefetch`, the `concurrency` turns at the handler that the slots share. */
+  private readonly handlerTurns: HandlerTurns | undefined;
 
   constructor(
     private readonly parts: RunParts,
     private readonly handler: Handler,
     private readonly options: RunOptions,
-  ) {}
+  ) {
+    const { concurrency, prefetch } = parts.options;
+    this.handlerTurns = prefetch > 0 ? new HandlerTurns(concurrency) : undefined;
+  }
 
   async run(): Promise<WorkerSummary> {
     const { parts, options } = this;
-    const { leaseMs, heartbeatMs, pollMs, concurrency, waitMs, graceMs } = parts.options;
-    parts.emit({ event: 'started', leaseMs, heartbeatMs, pollMs, concurrency, waitMs, graceMs });
+    const { leaseMs, heartbeatMs, pollMs, concurrency, prefetch, waitMs, graceMs } = parts.options;
+    parts.emit({ event: 'started', leaseMs, heartbeatMs, pollMs, concurrency, prefetch, waitMs, graceMs });
     const onAbort = () => this.stop.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     this.stop.signal.addEventListener('abort', () => this.stopping(), { once: true });
@@ -87,8 +94,8 @@ export class WorkerRun {
   /** Claims for the free slots, one claim at a time; its leases each start a slot. */
   private fill(): void {
     if (this.claiming || this.stop.signal.aborted) return;
-    const { concurrency } = this.parts.options;
-    const max = claimSize({ concurrency, running: this.slots.size, budget: this.budget() });
+    const { concurrency, prefetch } = this.parts.options;
+    const max = claimSize({ concurrency, prefetch, running: this.slots.size, budget: this.budget() });
     if (max === 0) return;
     const received = this.reserve(max);
     this.claiming = this.claimUpTo(max, this.stop.signal)
@@ -118,6 +125,7 @@ export class WorkerRun {
         ...this.parts.lease,
         stopSignal: this.stop.signal,
         graceSignal: this.graceOver.signal,
+        handlerTurns: this.handlerTurns,
         wantNext: () => {
           if (this.stop.signal.aborted || this.budget() <= 0) return false;
           received = this.reserve(1);

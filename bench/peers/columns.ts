@@ -68,6 +68,10 @@ function withRelease(probe: ThroughputProbe, release: () => Promise<void>): Thro
 
 export function peerColumnSpecs(options: BenchOptions, notes: string[]): ColumnSpec[] {
   const n = options.workers;
+  const { prefetch } = options;
+  /** The label's mention of prefetch, when the run asks for it. */
+  const pf = prefetch > 0 ? `, prefetch ${prefetch}` : '';
+  const cliPf = prefetch > 0 ? ` --prefetch ${prefetch}` : '';
   const redis = sharedRedis();
   const file = (r: Resources, name: string) => join(r.dir, `${name}.sqlite`);
   const pgUrl = options.postgres ?? LOCAL_POSTGRES_URL;
@@ -76,31 +80,39 @@ export function peerColumnSpecs(options: BenchOptions, notes: string[]): ColumnS
   const specs: ColumnSpec[] = [
     {
       id: 'peerLh1',
-      label: 'peers: leasehold worker library, concurrency 1, rollback journal',
-      open: (r) => openWorkerLibraryProbe({ db: file(r, 'peer-lh1'), journal: 'delete', concurrency: 1, label: 'lh1' }),
+      label: `peers: leasehold worker library, concurrency 1${pf}, rollback journal`,
+      open: (r) =>
+        openWorkerLibraryProbe({ db: file(r, 'peer-lh1'), journal: 'delete', concurrency: 1, prefetch, label: 'lh1' }),
     },
     {
       id: 'peerLhN',
-      label: `peers: leasehold worker library, concurrency ${n}, rollback journal`,
-      open: (r) => openWorkerLibraryProbe({ db: file(r, 'peer-lhN'), journal: 'delete', concurrency: n, label: 'lhN' }),
+      label: `peers: leasehold worker library, concurrency ${n}${pf}, rollback journal`,
+      open: (r) =>
+        openWorkerLibraryProbe({ db: file(r, 'peer-lhN'), journal: 'delete', concurrency: n, prefetch, label: 'lhN' }),
     },
     {
       id: 'peerLhNWal',
-      label: `peers: leasehold worker library, concurrency ${n}, --journal wal`,
+      label: `peers: leasehold worker library, concurrency ${n}${pf}, --journal wal`,
       open: (r) =>
-        openWorkerLibraryProbe({ db: file(r, 'peer-lhN-wal'), journal: 'wal', concurrency: n, label: 'lhNwal' }),
+        openWorkerLibraryProbe({
+          db: file(r, 'peer-lhN-wal'),
+          journal: 'wal',
+          concurrency: n,
+          prefetch,
+          label: 'lhNwal',
+        }),
     },
     {
       id: 'peerLhE2e',
       minSliceMs: END_TO_END_SLICE_MS,
-      label: `peers: end to end, 1 \`leasehold worker --concurrency ${n}\`, rollback journal`,
-      open: (r) => openWorkerEndToEndProbe(r.dir, n, 'delete', 'peer-e2e'),
+      label: `peers: end to end, 1 \`leasehold worker --concurrency ${n}${cliPf}\`, rollback journal`,
+      open: (r) => openWorkerEndToEndProbe(r.dir, n, 'delete', 'peer-e2e', prefetch),
     },
     {
       id: 'peerLhE2eWal',
       minSliceMs: END_TO_END_SLICE_MS,
-      label: `peers: end to end, 1 \`leasehold worker --concurrency ${n}\`, --journal wal`,
-      open: (r) => openWorkerEndToEndProbe(r.dir, n, 'wal', 'peer-e2e-wal'),
+      label: `peers: end to end, 1 \`leasehold worker --concurrency ${n}${cliPf}\`, --journal wal`,
+      open: (r) => openWorkerEndToEndProbe(r.dir, n, 'wal', 'peer-e2e-wal', prefetch),
     },
   ];
   const redisVersion = redisServerVersion();
@@ -168,12 +180,13 @@ export function peerColumnSpecs(options: BenchOptions, notes: string[]): ColumnS
   if (options.postgres) {
     specs.push({
       id: 'peerLhPgN',
-      label: `peers: leasehold worker library, concurrency ${n}, on PostgreSQL`,
+      label: `peers: leasehold worker library, concurrency ${n}${pf}, on PostgreSQL`,
       open: (r) =>
         openWorkerLibraryProbe({
           db: r.pg!.schemas.urlFor('peerlhn'),
           journal: 'delete',
           concurrency: n,
+          prefetch,
           label: 'lhPgN',
         }),
     });

@@ -18,6 +18,8 @@ export interface WorkerLibraryColumn {
   db: string;
   journal: SqliteJournal;
   concurrency: number;
+  /** Leases held beyond `concurrency` (the worker's `prefetch`). */
+  prefetch: number;
   label: string;
 }
 
@@ -25,7 +27,7 @@ export interface WorkerLibraryColumn {
 const FAILED = new Set(['failed', 'lost']);
 
 export async function openWorkerLibraryProbe(column: WorkerLibraryColumn): Promise<ThroughputProbe> {
-  const { db, journal, concurrency, label } = column;
+  const { db, journal, concurrency, prefetch, label } = column;
   const queueDb = await QueueDb.open(db, journal);
   const journalArgs = queueDb.isPostgres ? [] : ['--journal', journal];
   const service = await startService(`queue (${label})`, 'queue', ['--db', db, ...journalArgs]).catch(
@@ -41,6 +43,7 @@ export async function openWorkerLibraryProbe(column: WorkerLibraryColumn): Promi
     gatewayUrl: service.url,
     name: label,
     concurrency,
+    prefetch,
     onEvent: (event) => {
       if (event.event === 'claimed') tally.started();
       else if (event.event === 'finished') tally.ended();
@@ -98,9 +101,10 @@ export async function openWorkerEndToEndProbe(
   concurrency: number,
   journal: SqliteJournal,
   label: string,
+  prefetch = 0,
 ): Promise<ThroughputProbe> {
   const system = await System.start(dir, label, undefined, journal);
-  const probe = await openWorkerCliProbe(system, 1, concurrency, label).catch(async (err: unknown) => {
+  const probe = await openWorkerCliProbe(system, 1, concurrency, label, prefetch).catch(async (err: unknown) => {
     await system.stop();
     throw err;
   });

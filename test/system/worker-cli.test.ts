@@ -270,6 +270,53 @@ describe('leasehold worker', () => {
     expect(most).toBe(3);
     expect(await s.receiver.totals()).toEqual({ effects: 6, qty: 6 });
   });
+
+  test('--prefetch 2 with --concurrency 1: three leases held, one job worked at a time, each effect once', async () => {
+    const s = await setup();
+    for (const id of ['a', 'b', 'c', 'd', 'e', 'f']) await s.client.enqueue({ id, qty: 1 });
+    const run = cli([
+      'worker',
+      '--queue',
+      s.queue.url,
+      '--gateway',
+      s.gateway.url,
+      '--name',
+      'cli-5',
+      '--lease-ms',
+      '3000',
+      '--concurrency',
+      '1',
+      '--prefetch',
+      '2',
+      '--work-ms',
+      '150',
+      '--max-jobs',
+      '6',
+    ]);
+
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.events[0]).toMatchObject({ event: 'started', concurrency: 1, prefetch: 2 });
+    expect(run.events.at(-1)).toMatchObject({ event: 'stopped', claimed: 6, finished: 6 });
+    let held = 0;
+    let mostHeld = 0;
+    for (const e of run.events) {
+      if (e.event === 'claimed') mostHeld = Math.max(mostHeld, (held += 1));
+      if (e.event === 'finished') held -= 1;
+    }
+    expect(mostHeld, 'leases held at once').toBe(3);
+    // One at a time: each job's effect is sent after the previous one's.
+    const sends = run.events.filter((e) => e.event === 'sent').map((e) => e.t);
+    for (let i = 1; i < sends.length; i++) {
+      expect(sends[i]! - sends[i - 1]!, `send ${i + 1} after send ${i}, ms`).toBeGreaterThanOrEqual(100);
+    }
+    expect(await s.receiver.totals()).toEqual({ effects: 6, qty: 6 });
+  });
+
+  test('--prefetch beyond what one claim holds is a usage error naming the flag', async () => {
+    const run = cli(['worker', '--concurrency', '90', '--prefetch', '11']);
+    expect(await run.exited).toEqual({ code: 2, signal: null });
+    expect(run.stderr()).toContain('leasehold worker: --prefetch must be an integer from 0 to 10, not 11');
+  });
 });
 
 describe('leasehold start', () => {

@@ -204,6 +204,13 @@ describe('claimSize', () => {
     expect(claimSize({ concurrency: 4, running: 4, budget: 10 })).toBe(0);
     expect(claimSize({ concurrency: 4, running: 0, budget: -1 })).toBe(0);
   });
+
+  test('with prefetch, the slots are concurrency + prefetch: leases running or waiting for a turn', () => {
+    expect(claimSize({ concurrency: 1, prefetch: 2, running: 0, budget: Infinity })).toBe(3);
+    expect(claimSize({ concurrency: 1, prefetch: 2, running: 2, budget: Infinity })).toBe(1);
+    expect(claimSize({ concurrency: 4, prefetch: 4, running: 3, budget: 2 })).toBe(2);
+    expect(claimSize({ concurrency: 4, prefetch: 0, running: 4, budget: 10 })).toBe(0);
+  });
 });
 
 describe('connectionIsFresh', () => {

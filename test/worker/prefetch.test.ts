@@ -1,0 +1,309 @@
+// `prefetch`: a worker holds up to `concurrency` + `prefetch` leases and runs at most
+// `concurrency` handlers; a lease waiting for a turn is renewed like a running one, handed back
+// unworked when the worker stops, and, once lost (taken over after the worker stalled, or
+// cancelled), never runs its handler. Real queue, gateway and receiver on 127.0.0.1.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, test } from 'vitest';
+import { resolveWorkerOptions, runWorker, type WorkerEvent } from '../../worker/index.js';
+import { HandlerTurns } from '../../worker/turns.js';
+import { eventually, setup, timeline } from './setup.js';
+
+/** Leases held at each moment, from the events: claimed and not yet ended. */
+function mostHeld(events: readonly WorkerEvent[]): number {
+  let held = 0;
+  let most = 0;
+  for (const e of events) {
+    if (e.event === 'claimed') most = Math.max(most, (held += 1));
+    if (e.event === 'finished' || e.event === 'failed' || e.event === 'lost' || e.event === 'released') held -= 1;
+  }
+  return most;
+}
+
+describe('prefetch', () => {
+  test('concurrency 1, prefetch 2: one handler at a time, up to 3 leases held, every job finished and sent once', async () => {
+    const s = await setup();
+    const ids = Array.from({ length: 9 }, (_, i) => `job-${i + 1}`);
+    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    let running = 0;
+    let most = 0;
+    const stop = new AbortController();
+
+    const done = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 3_000,
+      concurrency: 1,
+      prefetch: 2,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        most = Math.max(most, (running += 1));
+        try {
+          await sleep(60);
+          return (await ctx.send()).outcome;
+        } finally {
+          running -= 1;
+        }
+      },
+    });
+    await eventually('all jobs done', async () => ((await s.client.stats()).done === 9 ? true : undefined), 30_000);
+    stop.abort();
+    const summary = await done;
+
+    expect(most, 'handlers running at once').toBe(1);
+    expect(mostHeld(events), 'leases held at once').toBe(3);
+    expect(summary).toEqual({ claimed: 9, finished: 9, failed: 0, lost: 0, released: 0 });
+    expect(events[0]).toMatchObject({ event: 'started', concurrency: 1, prefetch: 2 });
+    for (const id of ids) {
+      expect(await s.client.get(id), id).toMatchObject({ status: 'done', attempts: 1, token: 1, result: 'applied' });
+    }
+    const journal = await s.receiver.journal();
+    expect(journal.map((entry) => entry.jobId).sort()).toEqual([...ids].sort());
+    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+  });
+
+  test('a stop hands back the leases waiting for a turn, unworked and at once; the running handler ends within the grace', async () => {
+    const s = await setup();
+    for (const id of ['a', 'b', 'c']) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const started: string[] = [];
+    let letGo = () => {};
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+
+    const done = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 3_000,
+      concurrency: 1,
+      prefetch: 2,
+      graceMs: 20_000,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        started.push(ctx.lease.id);
+        await held;
+        return 'ran';
+      },
+    });
+    await eventually('three leases held, one handler running', () =>
+      events.filter((e) => e.event === 'claimed').length === 3 && started.length === 1 ? true : undefined,
+    );
+    const first = started[0]!;
+    const waiting = ['a', 'b', 'c'].filter((id) => id !== first);
+    stop.abort();
+    // Handed back before the running handler ends: claimable by another worker while it runs.
+    await eventually('the waiting leases released', () =>
+      events.filter((e) => e.event === 'released').length === 2 ? true : undefined,
+    );
+    for (const id of waiting) {
+      expect(await s.client.get(id), id).toMatchObject({ status: 'pending', attempts: 0, token: 1 });
+    }
+    letGo();
+    const summary = await done;
+
+    expect(started, 'handlers that ran').toEqual([first]);
+    expect(summary).toEqual({ claimed: 3, finished: 1, failed: 0, lost: 0, released: 2 });
+    expect(await s.client.get(first)).toMatchObject({ status: 'done', result: 'ran' });
+    expect(
+      events
+        .filter((e) => e.event === 'released')
+        .map((e) => ('job' in e ? e.job : ''))
+        .sort(),
+    ).toEqual(waiting);
+  });
+
+  test('a waiting lease is renewed while it waits, and its job runs under the token it was claimed with', async () => {
+    const s = await setup();
+    for (const id of ['a', 'b']) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const ran: Array<{ id: string; token: number }> = [];
+
+    const done = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      // Renewed every 500 ms; the first handler runs 3 s, six times longer than that.
+      leaseMs: 1_500,
+      concurrency: 1,
+      prefetch: 1,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        ran.push({ id: ctx.lease.id, token: ctx.lease.token });
+        if (ran.length === 1) await sleep(3_000);
+        return (await ctx.send()).outcome;
+      },
+    });
+    await eventually('both jobs done', async () => ((await s.client.stats()).done === 2 ? true : undefined), 30_000);
+    stop.abort();
+    await done;
+
+    const second = ran[1]!;
+    const startedAt = events.find((e) => e.event === 'sent' && e.job === second.id)!.t;
+    const renewalsWhileWaiting = events.filter((e) => e.event === 'renewed' && e.job === second.id && e.t < startedAt);
+    expect(renewalsWhileWaiting.length, `renewals of ${second.id} before its handler ran`).toBeGreaterThanOrEqual(2);
+    expect(ran.map((r) => r.token)).toEqual([1, 1]);
+    expect(timeline(events, second.id).filter((name) => name === 'lost' || name === 'refused:renew')).toEqual([]);
+    expect(await s.client.get(second.id)).toMatchObject({ status: 'done', attempts: 1, token: 1, result: 'applied' });
+  });
+
+  test('leases taken over after their worker stalled: the waiting one never runs its handler, the running one sends nothing', async () => {
+    const s = await setup();
+    for (const id of ['a', 'b']) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const ran: string[] = [];
+    let letGo = () => {};
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+
+    const done = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 1_500,
+      concurrency: 1,
+      prefetch: 1,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        ran.push(ctx.lease.id);
+        if (ran.length === 1) await held;
+        return (await ctx.send()).outcome;
+      },
+    });
+    await eventually('both leases held', () =>
+      events.filter((e) => e.event === 'claimed').length === 2 && ran.length === 1 ? true : undefined,
+    );
+    const running = ran[0]!;
+    const waiting = running === 'a' ? 'b' : 'a';
+    // The worker's view stands still while the queue's clock passes both leases: another owner
+    // takes both jobs over, under token 2.
+    s.advanceQueueClock(60_000);
+    const thief = await s.client.claimMany('thief', { max: 2, leaseMs: 120_000 });
+    expect(thief.map((lease) => [lease.id, lease.token]).sort()).toEqual([
+      ['a', 2],
+      ['b', 2],
+    ]);
+    await eventually(`the waiting lease of ${waiting} lost`, () =>
+      events.some((e) => e.event === 'lost' && e.job === waiting) ? true : undefined,
+    );
+    letGo();
+    await eventually(`the running lease of ${running} lost`, () =>
+      events.some((e) => e.event === 'lost' && e.job === running) ? true : undefined,
+    );
+    stop.abort();
+    const summary = await done;
+
+    expect(ran, 'handlers that ran').toEqual([running]);
+    expect(summary).toMatchObject({ claimed: 2, finished: 0, lost: 2 });
+    for (const id of ['a', 'b']) {
+      expect(await s.client.get(id), id).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
+    }
+    expect(await s.receiver.journal(), 'effects recorded').toEqual([]);
+  });
+
+  test('a job cancelled while its lease waits: lost as cancelled, its handler never runs', async () => {
+    const s = await setup();
+    for (const id of ['a', 'b']) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const ran: string[] = [];
+    let letGo = () => {};
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+
+    const done = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 1_500,
+      concurrency: 1,
+      prefetch: 1,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        ran.push(ctx.lease.id);
+        if (ran.length === 1) await held;
+        return 'ran';
+      },
+    });
+    await eventually('both leases held', () =>
+      events.filter((e) => e.event === 'claimed').length === 2 && ran.length === 1 ? true : undefined,
+    );
+    const waiting = ran[0] === 'a' ? 'b' : 'a';
+    await s.client.cancel(waiting);
+    await eventually(`the waiting lease of ${waiting} lost`, () =>
+      events.some((e) => e.event === 'lost' && e.job === waiting) ? true : undefined,
+    );
+    // Its slot is free at once, while the first handler still runs: a new job is claimed into it.
+    await s.client.enqueue({ id: 'c', qty: 1 });
+    await eventually('c claimed while the first handler still runs', () =>
+      events.some((e) => e.event === 'claimed' && e.job === 'c') ? true : undefined,
+    );
+    expect(ran, 'handlers started before the first one ended').toEqual([ran[0]]);
+    letGo();
+    await eventually('the first job and c done', async () =>
+      (await s.client.get(ran[0]!)).status === 'done' && (await s.client.get('c')).status === 'done' ? true : undefined,
+    );
+    stop.abort();
+    await done;
+
+    expect(ran, 'handlers that ran').toEqual([ran[0], 'c']);
+    expect(events.find((e) => e.event === 'lost' && e.job === waiting)).toMatchObject({ reason: 'cancelled' });
+    expect(await s.client.get(waiting)).toMatchObject({ status: 'dead', deadReason: 'cancelled' });
+  });
+
+  test('prefetch must be a whole number, and concurrency + prefetch at most 100 (one claim)', () => {
+    const base = { queueUrl: 'http://127.0.0.1:1', gatewayUrl: 'http://127.0.0.1:2', name: 'w1' };
+    expect(resolveWorkerOptions(base).prefetch).toBe(0);
+    expect(resolveWorkerOptions({ ...base, concurrency: 90, prefetch: 10 }).prefetch).toBe(10);
+    expect(() => resolveWorkerOptions({ ...base, prefetch: -1 })).toThrow(
+      'prefetch must be an integer from 0 to 99, not -1.',
+    );
+    expect(() => resolveWorkerOptions({ ...base, prefetch: 1.5 })).toThrow(
+      'prefetch must be an integer from 0 to 99, not 1.5.',
+    );
+    expect(() => resolveWorkerOptions({ ...base, concurrency: 90, prefetch: 11 })).toThrow(
+      'prefetch must be an integer from 0 to 10, not 11.',
+    );
+  });
+});
+
+describe('HandlerTurns', () => {
+  test('turns go first come, first served; a turn given back twice counts once', async () => {
+    const turns = new HandlerTurns(1);
+    const order: string[] = [];
+    const first = (await turns.take(undefined))!;
+    const second = turns.take(undefined).then((turn) => (order.push('second'), turn!));
+    const third = turns.take(undefined).then((turn) => (order.push('third'), turn!));
+    await sleep(5);
+    expect(order).toEqual([]);
+    first();
+    first();
+    const secondTurn = await second;
+    await sleep(5);
+    expect(order, 'a second give-back of the same turn must not start another').toEqual(['second']);
+    secondTurn();
+    (await third)();
+    expect(order).toEqual(['second', 'third']);
+    // All given back: the one turn is free again.
+    expect(await turns.take(undefined)).toBeTypeOf('function');
+  });
+
+  test('a wait that is aborted gets no turn and leaves the line', async () => {
+    const turns = new HandlerTurns(1);
+    const first = (await turns.take(undefined))!;
+    const stop = new AbortController();
+    const aborted = turns.take(stop.signal);
+    const after = turns.take(undefined);
+    stop.abort();
+    expect(await aborted).toBeUndefined();
+    first();
+    expect(await after).toBeTypeOf('function');
+    expect(await turns.take(AbortSignal.abort())).toBeUndefined();
+  });
+});
