@@ -32,3 +32,50 @@ test('a worker stalled past its lease is fenced at the gateway: one effect', asy
     await system.close();
   }
 });
+
+test('prefetch under the manual clock: a waiting lease is renewed as the clock moves, and runs under its first token', async () => {
+  const system = await startSystem({ clock: 'manual' });
+  try {
+    for (const id of ['order-1', 'order-2']) await system.queue.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const first = hold();
+    const ran: Array<[string, number]> = [];
+    const stop = new AbortController();
+    // Renewed every 1000 ms of the system's clock.
+    const w = system.worker('w', { concurrency: 1, prefetch: 1, leaseMs: 3_000, onEvent: (e) => events.push(e) });
+    const running = w.run(
+      async (ctx) => {
+        ran.push([ctx.lease.id, ctx.lease.token]);
+        if (ran.length === 1) await first.wait();
+        return ship(ctx);
+      },
+      { signal: stop.signal },
+    );
+    await first.arrived;
+    const waiting = ran[0]![0] === 'order-1' ? 'order-2' : 'order-1';
+    const renewalsOf = (id: string) => events.filter((e) => e.event === 'renewed' && e.job === id).length;
+    // 10 s of the system's clock, three leases' worth, in steps shorter than the renewal interval.
+    for (let step = 1; step <= 20; step++) {
+      system.clock.advance(500);
+      if (step % 2 === 0) await until(() => renewalsOf(waiting) >= step / 2, `renewal ${step / 2} of ${waiting}`);
+    }
+    expect(ran, 'handlers started while the first one is held').toEqual([ran[0]]);
+    first.release();
+    await until(() => ran.length === 2 && events.some((e) => e.event === 'finished' && e.job === waiting), 'both done');
+    stop.abort();
+    await running;
+    expect(ran[1]).toEqual([waiting, 1]);
+    await system.expectExactlyOnce();
+  } finally {
+    await system.close();
+  }
+});
+
+/** Polls `check` in real time until it holds; fails naming `what` after 10 s. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
