@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { resolveWorkerOptions, runWorker, type WorkerEvent } from '../../worker/index.js';
 import { HandlerTurns } from '../../worker/turns.js';
+import { queueProxy } from './proxy.js';
 import { eventually, setup, timeline } from './setup.js';
 
 /** Leases held at each moment, from the events: claimed and not yet ended. */
@@ -255,6 +256,83 @@ describe('prefetch', () => {
     expect(ran, 'handlers that ran').toEqual([ran[0], 'c']);
     expect(events.find((e) => e.event === 'lost' && e.job === waiting)).toMatchObject({ reason: 'cancelled' });
     expect(await s.client.get(waiting)).toMatchObject({ status: 'dead', deadReason: 'cancelled' });
+  });
+
+  test('a batch of finishes whose answer is cut and a job cancelled among the held ones: every other job done and sent once, nothing under the lost lease', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const ids = Array.from({ length: 12 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
+    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    const ran: string[] = [];
+    let running = 0;
+    let most = 0;
+    let letGo = () => {};
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+
+    const done = runWorker({
+      queueUrl: proxy.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      // Renewed every 500 ms; a next lease lost with the cut answer is claimable again 1.5 s on.
+      leaseMs: 1_500,
+      concurrency: 2,
+      prefetch: 4,
+      pollMs: 50,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: async (ctx) => {
+        ran.push(ctx.lease.id);
+        most = Math.max(most, (running += 1));
+        try {
+          if (ran.length <= 2) await held;
+          return (await ctx.send()).outcome;
+        } finally {
+          running -= 1;
+        }
+      },
+    });
+    await eventually('six leases held, two handlers held', () =>
+      events.filter((e) => e.event === 'claimed').length === 6 && ran.length === 2 ? true : undefined,
+    );
+    const waiting = events
+      .filter((e) => e.event === 'claimed')
+      .map((e) => ('job' in e ? e.job : ''))
+      .filter((id) => !ran.includes(id));
+    // One waiting job is cancelled, just as the held handlers are let go.
+    const cancelled = waiting[0]!;
+    await s.client.cancel(cancelled);
+    const cut = proxy.cutAnswer('POST /finishes');
+    letGo();
+    await cut;
+    await eventually(
+      'every other job done',
+      async () => ((await s.client.stats()).done === ids.length - 1 ? true : undefined),
+      30_000,
+    );
+    stop.abort();
+    const summary = await done;
+
+    expect(most, 'handlers running at once').toBeLessThanOrEqual(2);
+    // Its handler may have had its turn before a renewal told the worker of the cancel; if it
+    // did, its send was refused. Either way the lease ends lost and sends nothing.
+    expect(timeline(events, cancelled).filter((name) => name === 'sent' || name === 'finished')).toEqual([]);
+    expect(events.find((e) => e.event === 'lost' && e.job === cancelled)).toMatchObject({ reason: 'cancelled' });
+    expect(summary.lost).toBe(1);
+    expect(
+      events.some((e) => e.event === 'call_failed' && e.op === 'finish'),
+      'a finish sent again after the cut answer',
+    ).toBe(true);
+    for (const id of ids.filter((id) => id !== cancelled)) {
+      expect(await s.client.get(id), id).toMatchObject({ status: 'done', owner: 'w1', result: 'applied' });
+    }
+    expect(await s.client.get(cancelled)).toMatchObject({ status: 'dead', deadReason: 'cancelled' });
+    // Each done job's effect recorded once, none for the lost one.
+    const journal = await s.receiver.journal();
+    const applied = journal.filter((entry) => entry.outcome === 'applied').map((entry) => entry.jobId);
+    expect(applied.sort()).toEqual(ids.filter((id) => id !== cancelled).sort());
+    expect(proxy.batches.length, 'POST /finishes requests').toBeGreaterThanOrEqual(1);
   });
 
   test('prefetch must be a whole number, and concurrency + prefetch at most 100 (one claim)', () => {
