@@ -57,3 +57,39 @@ test('a quick round of --peers measures leasehold beside BullMQ, the idempotency
   );
   for (const row of oneWorker.rows.slice(1)) expect(row.ratio?.median, row.id).toBeGreaterThan(0);
 });
+
+test('--prefetch runs leasehold worker library and `leasehold worker` with it, and says so in their labels', async () => {
+  const columns = ['peerLh1', 'peerLhE2e'];
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      MAIN,
+      '--quick',
+      '--rounds',
+      '1',
+      '--window-ms',
+      '200',
+      '--samples',
+      '10',
+      '--peers',
+      '--prefetch',
+      '4',
+      '--columns',
+      columns.join(','),
+      '--json',
+    ],
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  const report = JSON.parse(stdout) as Report & { columns: { id: string; label: string }[] };
+  const ran = report.columns.filter((c) => columns.includes(c.id));
+  expect(ran.map((c) => c.id)).toEqual(columns);
+  for (const column of ran) {
+    expect({ id: column.id, errors: column.errors, firstError: column.firstError }).toEqual({
+      id: column.id,
+      errors: 0,
+      firstError: undefined,
+    });
+    expect(column.perSec?.median, column.id).toBeGreaterThan(0);
+    expect(column.label, column.id).toMatch(/prefetch 4/);
+  }
+});
