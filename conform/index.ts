@@ -1,6 +1,7 @@
 // `conform`: a black-box check that a live downstream keeps the fencing protocol, run case by
 // case on job ids no earlier run used, so it can be pointed at a service already in use. Each
-// case is reported as it ends; the report says which passed and why the others failed.
+// case is reported as it ends; the report says which passed and why the others failed. A request
+// left unanswered within the timeout ends the run after its case: the rest are not run.
 import { randomBytes } from 'node:crypto';
 import { httpUrl } from '../platform/url.js';
 import { BATCH_CASE } from './batch-case.js';
@@ -22,9 +23,12 @@ export interface ConformOptions {
 
 export interface CaseResult {
   name: string;
-  /** `skipped`: a signature case without a secret. */
+  /**
+   * `skipped`: a signature case without a secret, the batch case for a downstream that offers no
+   * batches, or a case not run because an earlier one timed out (its detail starts "not run: ").
+   */
   status: 'passed' | 'failed' | 'skipped';
-  /** Why it failed: the request, what the protocol asks, what the downstream answered. */
+  /** Why it failed (the request, what the protocol asks, what the downstream answered), or why it was skipped. */
   detail?: string;
 }
 
@@ -33,6 +37,8 @@ export interface ConformReport {
   cases: CaseResult[];
   passed: number;
   failed: number;
+  /** Cases not run because a request went unanswered within `timeoutMs`: 0 when every case ran. */
+  notRun: number;
 }
 
 export const CONFORM_DEFAULTS = { races: 16, timeoutMs: 10_000 } as const;
@@ -50,11 +56,21 @@ export async function conform(options: ConformOptions): Promise<ConformReport> {
   const run = `conform-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const ctx = { peer, job: (name: string) => `${run}-${name}`, races, signed: options.secret !== undefined };
   const cases: CaseResult[] = [];
+  let notRun = 0;
   try {
     for (const c of [...CASES, BATCH_CASE]) {
       let result: CaseResult;
       if (c.signed && options.secret === undefined) {
         result = { name: c.name, status: 'skipped', detail: 'no secret given' };
+      } else if (peer.timedOut) {
+        // A downstream that left a request unanswered is likely hung: every further case would
+        // wait out a timeout of its own, to report the same thing.
+        result = {
+          name: c.name,
+          status: 'skipped',
+          detail: `not run: the downstream did not answer a request within ${timeoutMs} ms`,
+        };
+        notRun += 1;
       } else {
         try {
           await c.run(ctx);
@@ -81,6 +97,7 @@ export async function conform(options: ConformOptions): Promise<ConformReport> {
     cases,
     passed: cases.filter((c) => c.status === 'passed').length,
     failed: cases.filter((c) => c.status === 'failed').length,
+    notRun,
   };
 }
 
@@ -96,7 +113,10 @@ export function formatCase(result: CaseResult): string {
   }
 }
 
-/** The last line: `N passed, M failed`. */
-export function formatSummary(report: Pick<ConformReport, 'passed' | 'failed'>): string {
-  return `${report.passed} passed, ${report.failed} failed`;
+/** The last line: `N passed, M failed`, then `, K not run` when a timeout ended the run early. */
+export function formatSummary(
+  report: Pick<ConformReport, 'passed' | 'failed'> & Partial<Pick<ConformReport, 'notRun'>>,
+): string {
+  const notRun = report.notRun ? `, ${report.notRun} not run` : '';
+  return `${report.passed} passed, ${report.failed} failed${notRun}`;
 }

@@ -1,6 +1,6 @@
 // `leasehold conform <url>`: run the conformance cases against a live downstream, one line per
-// case as it ends, `N passed, M failed` last; exit 0 when every case passed, 1 on a failure,
-// 2 on a usage error.
+// case as it ends, `N passed, M failed` last (`, K not run` when a request timed out, which ends
+// the run); exit 0 when every case passed, 1 on a failure, 2 on a usage error.
 import { Argument, Option, type Command } from 'commander';
 import { checkOptions, integerAtLeast, leaseholdCommand } from '../platform/flags.js';
 import { onStdoutClosed } from '../platform/service-main.js';
@@ -33,7 +33,7 @@ export function conformCommand(): Command {
         .default(CONFORM_DEFAULTS.races),
     )
     .addOption(
-      new Option('--timeout-ms <ms>', 'how long each request may take')
+      new Option('--timeout-ms <ms>', 'how long each request may take; one that takes longer ends the run')
         .argParser(integerAtLeast(1))
         .default(CONFORM_DEFAULTS.timeoutMs),
     )
@@ -43,9 +43,10 @@ export function conformCommand(): Command {
         '',
         'Every run uses job ids of its own (conform-<time>-<random>-<case>), so it can be pointed at a service in use;',
         'it leaves those effects behind. Prints one line per case (ok, FAIL with what was expected and what came, or',
-        'skip), then "N passed, M failed". Exit code 0 when every case passed, 1 on a failure or when the downstream',
-        'cannot be reached, 2 on a usage error. Prefer LEASEHOLD_SECRET to --secret: command lines are visible to',
-        'other users of the machine.',
+        'skip), then "N passed, M failed". A request not answered within --timeout-ms fails its case and ends the',
+        'run: the cases after it are skipped as not run, and the last line adds ", K not run". Exit code 0 when every',
+        'case passed, 1 on a failure or when the downstream cannot be reached, 2 on a usage error. Prefer',
+        'LEASEHOLD_SECRET to --secret: command lines are visible to other users of the machine.',
       ].join('\n'),
     )
     .action(async (url: string, flags: ConformFlags, command: Command) => {

@@ -47,23 +47,33 @@ export interface Peer {
   post(attempt: Attempt): Promise<Answer>;
   /** `POST` a batch `{effects: [...]}` to `target`, the downstream's offered batch target. */
   postBatch(target: URL, effects: readonly unknown[], signing?: BatchSigning): Promise<Answer>;
+  /** Whether a request has gone unanswered within the timeout, so far: the downstream may be hung. */
+  readonly timedOut: boolean;
   close(): void;
 }
 
 export function createPeer(url: URL, secret: string | undefined, timeoutMs: number): Peer {
   const agent = keepAliveAgent();
   const path = `${url.pathname}${url.search}`;
+  let timedOut = false;
+  /** The answer, or NoAnswer saying what came instead; a timeout is remembered. */
+  const answerOf = (result: Exchange, to: URL): Answer => {
+    if (result.kind === 'response') return { status: result.status, headers: result.headers, body: result.body };
+    if (result.kind === 'timeout') timedOut = true;
+    throw new NoAnswer(whatCame(result, to, timeoutMs));
+  };
   return {
     url,
+    get timedOut() {
+      return timedOut;
+    },
     async post(attempt) {
       const body = Buffer.from(attempt.raw ? String(attempt.body) : JSON.stringify(attempt.body));
       const headers: Record<string, string> = {};
       if (attempt.token !== undefined) headers[FENCING_TOKEN_HEADER] = String(attempt.token);
       const signature = signatureOf(attempt.signing ?? 'signed', secret, path, Number(attempt.token ?? 0), body);
       if (signature !== undefined) headers[SIGNATURE_HEADER] = signature;
-      const result = await exchange({ method: 'POST', url, body, headers, timeoutMs, agent });
-      if (result.kind !== 'response') throw new NoAnswer(whatCame(result, url, timeoutMs));
-      return { status: result.status, headers: result.headers, body: result.body };
+      return answerOf(await exchange({ method: 'POST', url, body, headers, timeoutMs, agent }), url);
     },
     async postBatch(target, effects, signing = 'signed') {
       const body = Buffer.from(JSON.stringify({ effects }));
@@ -77,9 +87,7 @@ export function createPeer(url: URL, secret: string | undefined, timeoutMs: numb
           Date.now(),
         );
       }
-      const result = await exchange({ method: 'POST', url: target, body, headers, timeoutMs, agent });
-      if (result.kind !== 'response') throw new NoAnswer(whatCame(result, target, timeoutMs));
-      return { status: result.status, headers: result.headers, body: result.body };
+      return answerOf(await exchange({ method: 'POST', url: target, body, headers, timeoutMs, agent }), target);
     },
     close() {
       agent.destroy();

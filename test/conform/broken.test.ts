@@ -1,12 +1,14 @@
 // The conformance suite against downstreams broken below the protocol, each a real server on
 // 127.0.0.1: answers that are not JSON, cut connections, oversized answers, bad batch answers and
-// offers, and a port that does not speak HTTP. Each failure must say what was expected and what
-// came, as one sentence under the case's name, never "could not be reached" for a port that answered.
+// offers, a port that does not speak HTTP, and one that never answers. Each failure must say what
+// was expected and what came, as one sentence under the case's name, never "could not be reached"
+// for a port that answered; a request left unanswered stops the run after its case.
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, onTestFinished, test } from 'vitest';
-import { conform, formatCase, type ConformReport } from '../../conform/index.js';
+import { conform, formatCase, formatSummary, type ConformReport } from '../../conform/index.js';
+import { toyDownstream } from '../helpers/toy-downstream.js';
 
 const FIRST_CASE = 'applied, then duplicate with nothing added';
 const BATCH_CASE = 'a batch, when offered, is judged effect by effect as single requests are';
@@ -167,5 +169,61 @@ describe('conform against a broken downstream', () => {
     expect(detail(report, FIRST_CASE)).toMatch(
       /^first request: expected 201 applied, got an answer that is not HTTP \(HPE_[A-Z_]+\)$/,
     );
+  });
+
+  test('a downstream that never answers fails the first case as timed out and runs no other: one timeout, not one per case', async () => {
+    const url = await downstream(() => {});
+    const timeoutMs = 1_000;
+    const started = performance.now();
+    // With a secret, so that every case would run.
+    const report = await conform({ url, secret: 'hung', races: 2, timeoutMs });
+    const elapsedMs = performance.now() - started;
+    const [first, ...rest] = report.cases;
+    expect(
+      { elapsedUnder6Timeouts: elapsedMs < 6 * timeoutMs, first, summary: formatSummary(report) },
+      `${Math.round(elapsedMs)} ms\n${shown(report)}`,
+    ).toEqual({
+      elapsedUnder6Timeouts: true,
+      first: {
+        name: FIRST_CASE,
+        status: 'failed',
+        detail: `first request: expected 201 applied, got no answer from ${url} within 1000 ms`,
+      },
+      summary: `0 passed, 1 failed, ${rest.length} not run`,
+    });
+    expect(rest.map(formatCase)).toEqual(
+      rest.map((c) => `skip  ${c.name} (not run: the downstream did not answer a request within 1000 ms)`),
+    );
+    expect(rest).toHaveLength(13);
+  });
+
+  test('a request unanswered in the race counts as a timeout: the cases after it are not run', async () => {
+    // Answers every request but the race's second one, as a downstream keeping the protocol would.
+    const toy = await toyDownstream({ delayMs: (n) => (n === 22 ? 3_000 : 0) });
+    const report = await conform({ url: toy.url, races: 2, timeoutMs: 1_000 });
+    const race = report.cases.findIndex((c) => c.name === 'racing identical requests give exactly one applied');
+    expect(
+      report.cases.slice(race).map((c) => [c.status, c.detail?.replace(/got .*/, 'got …')]),
+      shown(report),
+    ).toEqual([
+      ['failed', '2 racing requests: expected 1 × 201 applied and 1 × 200 duplicate, got …'],
+      ...report.cases
+        .slice(race + 1)
+        .map((c) => ['skipped', c.name.endsWith('is 401') ? 'no secret given' : expect.stringMatching(/^not run: /)]),
+    ]);
+    expect(formatSummary(report)).toBe(`${race} passed, 1 failed, 2 not run`);
+  });
+
+  test('a downstream that answers its first request slowly, within the timeout, gets every case', async () => {
+    const toy = await toyDownstream({ secret: 'slow', delayMs: (n) => (n === 1 ? 1_000 : 0) });
+    const report = await conform({ url: toy.url, secret: 'slow', races: 2, timeoutMs: 2_000 });
+    expect({ ...report, cases: report.cases.length }, shown(report)).toEqual({
+      url: toy.url,
+      cases: 14,
+      passed: 13,
+      failed: 0,
+      notRun: 0,
+    });
+    expect(formatSummary(report)).toBe('13 passed, 0 failed');
   });
 });

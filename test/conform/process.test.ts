@@ -2,6 +2,8 @@
 // exit 0 when all passed and 1 on a failure; LEASEHOLD_SECRET for --secret; bad flags exit 2.
 // Run after `npm run build`.
 import { describe, expect, onTestFinished, test } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { spawnCli, spawnNode } from '../../platform/spawn.js';
 import { CLI, cleanEnv, ROOT, runCli } from '../helpers/processes.js';
@@ -42,6 +44,31 @@ describe('leasehold conform (process)', () => {
     expect(lines.filter((line) => line.startsWith('skip'))).toHaveLength(5);
   });
 
+  test('a downstream that never answers: its first case FAILs as timed out, the rest are not run, exit 1 after one timeout', async () => {
+    const server = http.createServer((req) => req.resume());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/effects`;
+    const started = performance.now();
+    const { code, stdout } = await runCli(['conform', url, '--timeout-ms', '1000']);
+    const elapsedMs = performance.now() - started;
+    const lines = stdout.trim().split('\n');
+    const notRun = 'not run: the downstream did not answer a request within 1000 ms';
+    expect({ code, first: lines[0], last: lines.at(-1), elapsedUnder10s: elapsedMs < 10_000 }, stdout).toEqual({
+      code: 1,
+      first: `FAIL  applied, then duplicate with nothing added: first request: expected 201 applied, got no answer from ${url} within 1000 ms`,
+      last: '0 passed, 1 failed, 9 not run',
+      elapsedUnder10s: true,
+    });
+    // Without a secret the signature cases are skipped as always; every other case is not run.
+    expect(
+      lines.slice(1, -1).map((line) => line.replace(/^skip {2}.*? \((no secret given|not run: .*)\)$/, '$1')),
+    ).toEqual([...Array<string>(8).fill(notRun), ...Array<string>(4).fill('no secret given'), notRun]);
+  });
+
   test('the downstream written by hand (docs/examples/downstream.mjs, no leasehold code) passes every case, signed', async () => {
     const env = {
       ...cleanEnv(),
@@ -77,7 +104,15 @@ describe('leasehold conform (process)', () => {
   test('--help names the argument, the flags and the exit codes', async () => {
     const { code, stdout } = await runCli(['conform', '--help']);
     expect(code).toBe(0);
-    for (const phrase of ['<url>', '--secret', '--races', '--timeout-ms', 'N passed, M failed', 'Exit code 0']) {
+    for (const phrase of [
+      '<url>',
+      '--secret',
+      '--races',
+      '--timeout-ms',
+      'N passed, M failed',
+      'K not run',
+      'Exit code 0',
+    ]) {
       expect(stdout, phrase).toContain(phrase);
     }
   });

@@ -15,8 +15,8 @@ export interface ToyDownstreamOptions {
   secret?: string;
   /** One rule off: `tokens` (never fences), `race` (checks, waits, then records: two racing requests both apply), `signatures` (accepts any). */
   breaks?: 'tokens' | 'race' | 'signatures';
-  /** Waits this long before answering each request. */
-  delayMs?: number;
+  /** Waits this long before answering each request; a function is given the request's number, from 1. */
+  delayMs?: number | ((request: number) => number);
 }
 
 export interface ReceivedRequest {
@@ -58,13 +58,15 @@ export async function toyDownstream(options: ToyDownstreamOptions = {}): Promise
   const highest = new Map<string, number>();
   const effects = new Map<string, RecordedToyEffect>();
 
+  let received = 0;
   const server = http.createServer((req, res) => {
+    const delayMs = typeof options.delayMs === 'function' ? options.delayMs(++received) : options.delayMs;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
       void answer(req, raw).then(async ({ status, body, replayed }) => {
-        if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
+        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
         let parsed: unknown;
         try {
           parsed = JSON.parse(raw.toString('utf8'));
