@@ -13,7 +13,14 @@ interface Summary {
 }
 
 interface Report {
-  columns: { id: string; perSec: Summary | null; cpuMsPerJob: Summary | null; errors: number; firstError?: string }[];
+  columns: {
+    id: string;
+    label: string;
+    perSec: Summary | null;
+    cpuMsPerJob: Summary | null;
+    errors: number;
+    firstError?: string;
+  }[];
   peers: { column: string; rows: { id: string; perSec: Summary | null; ratio: Summary | null }[] }[];
   notes: string[];
 }
@@ -80,7 +87,7 @@ test('--prefetch runs leasehold worker library and `leasehold worker` with it, a
     ],
     { maxBuffer: 64 * 1024 * 1024 },
   );
-  const report = JSON.parse(stdout) as Report & { columns: { id: string; label: string }[] };
+  const report = JSON.parse(stdout) as Report;
   const ran = report.columns.filter((c) => columns.includes(c.id));
   expect(ran.map((c) => c.id)).toEqual(columns);
   for (const column of ran) {

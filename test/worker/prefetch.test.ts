@@ -4,10 +4,10 @@
 // cancelled), never runs its handler. Real queue, gateway and receiver on 127.0.0.1.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
-import { resolveWorkerOptions, runWorker, type WorkerEvent } from '../../worker/index.js';
+import { resolveWorkerOptions, runWorker, type WorkerEvent, type WorkerOptions } from '../../worker/index.js';
 import { HandlerTurns } from '../../worker/turns.js';
 import { queueProxy } from './proxy.js';
-import { eventually, setup, timeline } from './setup.js';
+import { eventually, setup, timeline, type Setup } from './setup.js';
 
 /** Leases held at each moment, from the events: claimed and not yet ended. */
 function mostHeld(events: readonly WorkerEvent[]): number {
@@ -18,6 +18,47 @@ function mostHeld(events: readonly WorkerEvent[]): number {
     if (e.event === 'finished' || e.event === 'failed' || e.event === 'lost' || e.event === 'released') held -= 1;
   }
   return most;
+}
+
+/**
+ * A worker whose first `held` handlers wait until `letGo()`; every handler sends its job's qty
+ * and returns the outcome. `ran` lists the jobs whose handlers started, `most` the most handlers
+ * running at once.
+ */
+function heldWorker(
+  s: Setup,
+  options: { concurrency: number; prefetch: number; held?: number } & Partial<WorkerOptions>,
+) {
+  const events: WorkerEvent[] = [];
+  const stop = new AbortController();
+  const ran: string[] = [];
+  const counts = { running: 0, most: 0 };
+  let letGo = () => {};
+  const gate = new Promise<void>((resolve) => (letGo = resolve));
+  const { held = 1, ...workerOptions } = options;
+  const done = runWorker({
+    queueUrl: s.queue.url,
+    gatewayUrl: s.gateway.url,
+    name: 'w1',
+    leaseMs: 1_500,
+    ...workerOptions,
+    signal: stop.signal,
+    onEvent: (e) => events.push(e),
+    handler: async (ctx) => {
+      ran.push(ctx.lease.id);
+      counts.most = Math.max(counts.most, (counts.running += 1));
+      try {
+        if (ran.length <= held) await gate;
+        return (await ctx.send()).outcome;
+      } finally {
+        counts.running -= 1;
+      }
+    },
+  });
+  const claimed = () => events.flatMap((e) => (e.event === 'claimed' ? [e.job] : []));
+  const saw = (event: WorkerEvent['event'], job: string) =>
+    events.some((e) => e.event === event && 'job' in e && e.job === job);
+  return { events, stop, ran, counts, letGo, done, claimed, saw };
 }
 
 describe('prefetch', () => {
@@ -68,53 +109,27 @@ describe('prefetch', () => {
   test('a stop hands back the leases waiting for a turn, unworked and at once; the running handler ends within the grace', async () => {
     const s = await setup();
     for (const id of ['a', 'b', 'c']) await s.client.enqueue({ id, qty: 1 });
-    const events: WorkerEvent[] = [];
-    const stop = new AbortController();
-    const started: string[] = [];
-    let letGo = () => {};
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-
-    const done = runWorker({
-      queueUrl: s.queue.url,
-      gatewayUrl: s.gateway.url,
-      name: 'w1',
-      leaseMs: 3_000,
-      concurrency: 1,
-      prefetch: 2,
-      graceMs: 20_000,
-      signal: stop.signal,
-      onEvent: (e) => events.push(e),
-      handler: async (ctx) => {
-        started.push(ctx.lease.id);
-        await held;
-        return 'ran';
-      },
-    });
+    const w = heldWorker(s, { concurrency: 1, prefetch: 2, leaseMs: 3_000, graceMs: 20_000 });
     await eventually('three leases held, one handler running', () =>
-      events.filter((e) => e.event === 'claimed').length === 3 && started.length === 1 ? true : undefined,
+      w.claimed().length === 3 && w.ran.length === 1 ? true : undefined,
     );
-    const first = started[0]!;
+    const first = w.ran[0]!;
     const waiting = ['a', 'b', 'c'].filter((id) => id !== first);
-    stop.abort();
+    w.stop.abort();
     // Handed back before the running handler ends: claimable by another worker while it runs.
     await eventually('the waiting leases released', () =>
-      events.filter((e) => e.event === 'released').length === 2 ? true : undefined,
+      w.events.filter((e) => e.event === 'released').length === 2 ? true : undefined,
     );
     for (const id of waiting) {
       expect(await s.client.get(id), id).toMatchObject({ status: 'pending', attempts: 0, token: 1 });
     }
-    letGo();
-    const summary = await done;
+    w.letGo();
+    const summary = await w.done;
 
-    expect(started, 'handlers that ran').toEqual([first]);
+    expect(w.ran, 'handlers that ran').toEqual([first]);
     expect(summary).toEqual({ claimed: 3, finished: 1, failed: 0, lost: 0, released: 2 });
-    expect(await s.client.get(first)).toMatchObject({ status: 'done', result: 'ran' });
-    expect(
-      events
-        .filter((e) => e.event === 'released')
-        .map((e) => ('job' in e ? e.job : ''))
-        .sort(),
-    ).toEqual(waiting);
+    expect(await s.client.get(first)).toMatchObject({ status: 'done', result: 'applied' });
+    expect(w.events.flatMap((e) => (e.event === 'released' ? [e.job] : [])).sort()).toEqual(waiting);
   });
 
   test('a waiting lease is renewed while it waits, and its job runs under the token it was claimed with', async () => {
@@ -156,31 +171,9 @@ describe('prefetch', () => {
   test('leases taken over after their worker stalled: the waiting one never runs its handler, the running one sends nothing', async () => {
     const s = await setup();
     for (const id of ['a', 'b']) await s.client.enqueue({ id, qty: 1 });
-    const events: WorkerEvent[] = [];
-    const stop = new AbortController();
-    const ran: string[] = [];
-    let letGo = () => {};
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-
-    const done = runWorker({
-      queueUrl: s.queue.url,
-      gatewayUrl: s.gateway.url,
-      name: 'w1',
-      leaseMs: 1_500,
-      concurrency: 1,
-      prefetch: 1,
-      signal: stop.signal,
-      onEvent: (e) => events.push(e),
-      handler: async (ctx) => {
-        ran.push(ctx.lease.id);
-        if (ran.length === 1) await held;
-        return (await ctx.send()).outcome;
-      },
-    });
-    await eventually('both leases held', () =>
-      events.filter((e) => e.event === 'claimed').length === 2 && ran.length === 1 ? true : undefined,
-    );
-    const running = ran[0]!;
+    const w = heldWorker(s, { concurrency: 1, prefetch: 1 });
+    await eventually('both leases held', () => (w.claimed().length === 2 && w.ran.length === 1 ? true : undefined));
+    const running = w.ran[0]!;
     const waiting = running === 'a' ? 'b' : 'a';
     // The worker's view stands still while the queue's clock passes both leases: another owner
     // takes both jobs over, under token 2.
@@ -190,17 +183,13 @@ describe('prefetch', () => {
       ['a', 2],
       ['b', 2],
     ]);
-    await eventually(`the waiting lease of ${waiting} lost`, () =>
-      events.some((e) => e.event === 'lost' && e.job === waiting) ? true : undefined,
-    );
-    letGo();
-    await eventually(`the running lease of ${running} lost`, () =>
-      events.some((e) => e.event === 'lost' && e.job === running) ? true : undefined,
-    );
-    stop.abort();
-    const summary = await done;
+    await eventually(`the waiting lease of ${waiting} lost`, () => (w.saw('lost', waiting) ? true : undefined));
+    w.letGo();
+    await eventually(`the running lease of ${running} lost`, () => (w.saw('lost', running) ? true : undefined));
+    w.stop.abort();
+    const summary = await w.done;
 
-    expect(ran, 'handlers that ran').toEqual([running]);
+    expect(w.ran, 'handlers that ran').toEqual([running]);
     expect(summary).toMatchObject({ claimed: 2, finished: 0, lost: 2 });
     for (const id of ['a', 'b']) {
       expect(await s.client.get(id), id).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
@@ -208,53 +197,28 @@ describe('prefetch', () => {
     expect(await s.receiver.journal(), 'effects recorded').toEqual([]);
   });
 
-  test('a job cancelled while its lease waits: lost as cancelled, its handler never runs', async () => {
+  test('a job cancelled while its lease waits: lost as cancelled, its handler never runs, its slot free at once', async () => {
     const s = await setup();
     for (const id of ['a', 'b']) await s.client.enqueue({ id, qty: 1 });
-    const events: WorkerEvent[] = [];
-    const stop = new AbortController();
-    const ran: string[] = [];
-    let letGo = () => {};
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-
-    const done = runWorker({
-      queueUrl: s.queue.url,
-      gatewayUrl: s.gateway.url,
-      name: 'w1',
-      leaseMs: 1_500,
-      concurrency: 1,
-      prefetch: 1,
-      signal: stop.signal,
-      onEvent: (e) => events.push(e),
-      handler: async (ctx) => {
-        ran.push(ctx.lease.id);
-        if (ran.length === 1) await held;
-        return 'ran';
-      },
-    });
-    await eventually('both leases held', () =>
-      events.filter((e) => e.event === 'claimed').length === 2 && ran.length === 1 ? true : undefined,
-    );
-    const waiting = ran[0] === 'a' ? 'b' : 'a';
+    const w = heldWorker(s, { concurrency: 1, prefetch: 1 });
+    await eventually('both leases held', () => (w.claimed().length === 2 && w.ran.length === 1 ? true : undefined));
+    const first = w.ran[0]!;
+    const waiting = first === 'a' ? 'b' : 'a';
     await s.client.cancel(waiting);
-    await eventually(`the waiting lease of ${waiting} lost`, () =>
-      events.some((e) => e.event === 'lost' && e.job === waiting) ? true : undefined,
-    );
+    await eventually(`the waiting lease of ${waiting} lost`, () => (w.saw('lost', waiting) ? true : undefined));
     // Its slot is free at once, while the first handler still runs: a new job is claimed into it.
     await s.client.enqueue({ id: 'c', qty: 1 });
-    await eventually('c claimed while the first handler still runs', () =>
-      events.some((e) => e.event === 'claimed' && e.job === 'c') ? true : undefined,
-    );
-    expect(ran, 'handlers started before the first one ended').toEqual([ran[0]]);
-    letGo();
+    await eventually('c claimed while the first handler still runs', () => (w.saw('claimed', 'c') ? true : undefined));
+    expect(w.ran, 'handlers started before the first one ended').toEqual([first]);
+    w.letGo();
     await eventually('the first job and c done', async () =>
-      (await s.client.get(ran[0]!)).status === 'done' && (await s.client.get('c')).status === 'done' ? true : undefined,
+      (await s.client.get(first)).status === 'done' && (await s.client.get('c')).status === 'done' ? true : undefined,
     );
-    stop.abort();
-    await done;
+    w.stop.abort();
+    await w.done;
 
-    expect(ran, 'handlers that ran').toEqual([ran[0], 'c']);
-    expect(events.find((e) => e.event === 'lost' && e.job === waiting)).toMatchObject({ reason: 'cancelled' });
+    expect(w.ran, 'handlers that ran').toEqual([first, 'c']);
+    expect(w.events.find((e) => e.event === 'lost' && e.job === waiting)).toMatchObject({ reason: 'cancelled' });
     expect(await s.client.get(waiting)).toMatchObject({ status: 'dead', deadReason: 'cancelled' });
   });
 
@@ -263,65 +227,34 @@ describe('prefetch', () => {
     const proxy = await queueProxy(s.queue.url);
     const ids = Array.from({ length: 12 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
     for (const id of ids) await s.client.enqueue({ id, qty: 1 });
-    const events: WorkerEvent[] = [];
-    const stop = new AbortController();
-    const ran: string[] = [];
-    let running = 0;
-    let most = 0;
-    let letGo = () => {};
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-
-    const done = runWorker({
-      queueUrl: proxy.url,
-      gatewayUrl: s.gateway.url,
-      name: 'w1',
-      // Renewed every 500 ms; a next lease lost with the cut answer is claimable again 1.5 s on.
-      leaseMs: 1_500,
-      concurrency: 2,
-      prefetch: 4,
-      pollMs: 50,
-      signal: stop.signal,
-      onEvent: (e) => events.push(e),
-      handler: async (ctx) => {
-        ran.push(ctx.lease.id);
-        most = Math.max(most, (running += 1));
-        try {
-          if (ran.length <= 2) await held;
-          return (await ctx.send()).outcome;
-        } finally {
-          running -= 1;
-        }
-      },
-    });
+    // Renewed every 500 ms; a next lease lost with the cut answer is claimable again 1.5 s on.
+    const w = heldWorker(s, { concurrency: 2, prefetch: 4, held: 2, queueUrl: proxy.url, pollMs: 50 });
     await eventually('six leases held, two handlers held', () =>
-      events.filter((e) => e.event === 'claimed').length === 6 && ran.length === 2 ? true : undefined,
+      w.claimed().length === 6 && w.ran.length === 2 ? true : undefined,
     );
-    const waiting = events
-      .filter((e) => e.event === 'claimed')
-      .map((e) => ('job' in e ? e.job : ''))
-      .filter((id) => !ran.includes(id));
+    const waiting = w.claimed().filter((id) => !w.ran.includes(id));
     // One waiting job is cancelled, just as the held handlers are let go.
     const cancelled = waiting[0]!;
     await s.client.cancel(cancelled);
     const cut = proxy.cutAnswer('POST /finishes');
-    letGo();
+    w.letGo();
     await cut;
     await eventually(
       'every other job done',
       async () => ((await s.client.stats()).done === ids.length - 1 ? true : undefined),
       30_000,
     );
-    stop.abort();
-    const summary = await done;
+    w.stop.abort();
+    const summary = await w.done;
 
-    expect(most, 'handlers running at once').toBeLessThanOrEqual(2);
+    expect(w.counts.most, 'handlers running at once').toBeLessThanOrEqual(2);
     // Its handler may have had its turn before a renewal told the worker of the cancel; if it
     // did, its send was refused. Either way the lease ends lost and sends nothing.
-    expect(timeline(events, cancelled).filter((name) => name === 'sent' || name === 'finished')).toEqual([]);
-    expect(events.find((e) => e.event === 'lost' && e.job === cancelled)).toMatchObject({ reason: 'cancelled' });
+    expect(timeline(w.events, cancelled).filter((name) => name === 'sent' || name === 'finished')).toEqual([]);
+    expect(w.events.find((e) => e.event === 'lost' && e.job === cancelled)).toMatchObject({ reason: 'cancelled' });
     expect(summary.lost).toBe(1);
     expect(
-      events.some((e) => e.event === 'call_failed' && e.op === 'finish'),
+      w.events.some((e) => e.event === 'call_failed' && e.op === 'finish'),
       'a finish sent again after the cut answer',
     ).toBe(true);
     for (const id of ids.filter((id) => id !== cancelled)) {
