@@ -25,8 +25,8 @@ interface Report {
   notes: string[];
 }
 
-test('a quick round of --peers measures leasehold beside BullMQ, the idempotency-key reference and graphile-worker', async () => {
-  const columns = ['peerLh1', 'peerBull1', 'peerIdem', 'peerGraphile1'];
+/** One short round of `--peers` on `columns`, with `extra` flags, as its JSON report. */
+async function quickPeers(columns: string[], extra: string[] = []): Promise<Report> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [
@@ -39,13 +39,19 @@ test('a quick round of --peers measures leasehold beside BullMQ, the idempotency
       '--samples',
       '10',
       '--peers',
+      ...extra,
       '--columns',
       columns.join(','),
       '--json',
     ],
     { maxBuffer: 64 * 1024 * 1024 },
   );
-  const report = JSON.parse(stdout) as Report;
+  return JSON.parse(stdout) as Report;
+}
+
+test('a quick round of --peers measures leasehold beside BullMQ, the idempotency-key reference and graphile-worker', async () => {
+  const columns = ['peerLh1', 'peerBull1', 'peerIdem', 'peerGraphile1'];
+  const report = await quickPeers(columns);
   const noRedis = report.notes.some((note) => note.includes('no redis-server'));
   const expected = noRedis ? ['peerLh1', 'peerGraphile1'] : columns;
   expect(report.columns.map((c) => c.id).filter((id) => id.startsWith('peer'))).toEqual(expected);
@@ -67,27 +73,7 @@ test('a quick round of --peers measures leasehold beside BullMQ, the idempotency
 
 test('--prefetch runs leasehold worker library and `leasehold worker` with it, and says so in their labels', async () => {
   const columns = ['peerLh1', 'peerLhE2e'];
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
-      MAIN,
-      '--quick',
-      '--rounds',
-      '1',
-      '--window-ms',
-      '200',
-      '--samples',
-      '10',
-      '--peers',
-      '--prefetch',
-      '4',
-      '--columns',
-      columns.join(','),
-      '--json',
-    ],
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  const report = JSON.parse(stdout) as Report;
+  const report = await quickPeers(columns, ['--prefetch', '4']);
   const ran = report.columns.filter((c) => columns.includes(c.id));
   expect(ran.map((c) => c.id)).toEqual(columns);
   for (const column of ran) {
