@@ -95,7 +95,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const learn = (result: Exchange) => {
     if (options.batching === false || result.kind !== 'response' || result.status >= 500) return;
     const offered = result.headers[BATCH_OFFER_HEADER];
-    batchUrl = typeof offered === 'string' ? sameOrigin(offered) : undefined;
+    // An empty value offers nothing: read as a URL it would be the endpoint itself.
+    batchUrl = typeof offered === 'string' && offered.trim() !== '' ? sameOrigin(offered) : undefined;
   };
   const sameOrigin = (offered: string): URL | undefined => {
     let target: URL | undefined;

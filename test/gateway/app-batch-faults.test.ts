@@ -1,7 +1,7 @@
 // Faults between the gateway and a downstream that offers batches, played by nock: a batch
 // answered outside the protocol is 502 bad_downstream for each of its sends, never applied; a
-// batch refused as a whole goes again one effect at a time; a batch target on another origin is
-// never used.
+// batch refused as a whole goes again one effect at a time; a batch target on another origin,
+// or an empty one, is never used.
 import nock from 'nock';
 import request from 'supertest';
 import { describe, expect, test } from 'vitest';
@@ -112,5 +112,13 @@ describe('gateway batches: a downstream out of protocol', () => {
     const { rest } = await sendsWhileHeld(s, held, 3);
     expect(rest.map((res) => res.body.outcome)).toEqual(['applied', 'applied', 'applied']);
     expect(paths).toEqual(Array.from({ length: 5 }, () => '/effects'));
+  });
+
+  test('an empty batch offer is no offer: every effect goes to the endpoint itself, one at a time', async () => {
+    const { held, paths } = singleRoute('');
+    const s = await gateway();
+    const { rest } = await sendsWhileHeld(s, held, 3);
+    expect(rest.map((res) => res.body.outcome)).toEqual(['applied', 'applied', 'applied']);
+    expect(paths, 'requests to the endpoint: each send alone').toEqual(Array.from({ length: 5 }, () => '/effects'));
   });
 });
