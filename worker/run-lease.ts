@@ -80,9 +80,7 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   keeper.start();
   // A prefetched lease waits for a turn at the handler, renewed meanwhile. Lost while it waits
   // (a renewal refused), it ends at once; a stop hands it back unworked.
-  const turn = deps.handlerTurns
-    ? await deps.handlerTurns.take(deps.stopSignal ? AbortSignal.any([deps.stopSignal, keeper.signal]) : keeper.signal)
-    : () => {};
+  const turn = deps.handlerTurns ? await deps.handlerTurns.take(deps.stopSignal, keeper.signal) : () => {};
   if (turn === undefined) {
     await keeper.stop();
     if (keeper.lost) return none({ status: 'lost', lease: keeper.lease, error: keeper.lost });

@@ -15,27 +15,32 @@ export class HandlerTurns {
   }
 
   /**
-   * A turn, first come first served; `undefined` when `signal` aborts first (the run is
-   * stopping: a lease that has not started is handed back unworked).
+   * A turn, first come first served; `undefined` when one of `signals` aborts first (the run is
+   * stopping, or the lease was lost while it waited). The signals are listened to only while
+   * the lease waits: a free turn is taken at once.
    */
-  take(signal: AbortSignal | undefined): Promise<Turn | undefined> {
-    if (signal?.aborted) return Promise.resolve(undefined);
+  take(...signals: ReadonlyArray<AbortSignal | undefined>): Promise<Turn | undefined> {
+    if (signals.some((signal) => signal?.aborted)) return Promise.resolve(undefined);
     if (this.free > 0) {
       this.free -= 1;
       return Promise.resolve(this.turn());
     }
     return new Promise((resolve) => {
+      const unlisten = () => {
+        for (const signal of signals) signal?.removeEventListener('abort', onAbort);
+      };
       const onAbort = () => {
+        unlisten();
         const at = this.waiting.indexOf(give);
         if (at >= 0) this.waiting.splice(at, 1);
         resolve(undefined);
       };
       const give = (turn: Turn) => {
-        signal?.removeEventListener('abort', onAbort);
+        unlisten();
         resolve(turn);
       };
       this.waiting.push(give);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      for (const signal of signals) signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -317,4 +317,19 @@ describe('HandlerTurns', () => {
     expect(await after).toBeTypeOf('function');
     expect(await turns.take(AbortSignal.abort())).toBeUndefined();
   });
+
+  test('either of two signals cuts the wait: the run stopping, or the lease lost', async () => {
+    const turns = new HandlerTurns(1);
+    const first = (await turns.take(undefined))!;
+    const stop = new AbortController();
+    const lost = [new AbortController(), new AbortController()];
+    const waits = [turns.take(stop.signal, lost[0]!.signal), turns.take(stop.signal, lost[1]!.signal)];
+    lost[0]!.abort();
+    expect(await waits[0], 'the wait whose lease was lost').toBeUndefined();
+    expect(await Promise.race([waits[1], sleep(20).then(() => 'still waiting')])).toBe('still waiting');
+    stop.abort();
+    expect(await waits[1], 'the wait when the run stopped').toBeUndefined();
+    first();
+    expect(await turns.take(undefined, undefined), 'the turn given back and free').toBeTypeOf('function');
+  });
 });
