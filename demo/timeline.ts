@@ -38,6 +38,8 @@ export function describeEvent(e: WorkerLine, t0: number): string {
         : '';
       return `${e.op} of ${e.job} with token ${e.token} REFUSED: ${e.status} ${e.code}${e.reason ? ` (${e.reason})` : ''}${now}`;
     }
+    case 'turn':
+      return `starts ${e.job} (token ${e.token}) after ${e.waitedMs} ms waiting for a free handler`;
     case 'finished':
       return `finished ${e.job} (token ${e.token})`;
     case 'failed':

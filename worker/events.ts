@@ -21,6 +21,8 @@ export type WorkerEventBody =
       waitMs: number;
       graceMs: number;
     }
+  /** With `prefetch`: a lease that waited for a handler to be free gets its turn after `waitedMs`. */
+  | ({ event: 'turn'; waitedMs: number } & JobRef)
   /** `via: 'finish'`: claimed in the same request that finished the slot's previous job. */
   | ({ event: 'claimed'; attempt: number; qty: number; leaseUntil: number; via?: 'finish' } & JobRef)
   | ({ event: 'renewed'; leaseUntil: number; stage?: string } & JobRef)

@@ -80,11 +80,17 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   keeper.start();
   // A prefetched lease waits for a turn at the handler, renewed meanwhile. Lost while it waits
   // (a renewal refused), it ends at once; a stop hands it back unworked.
+  const waits = deps.handlerTurns !== undefined && !deps.handlerTurns.hasFree;
+  const waitFrom = deps.options.clock.now();
   const turn = deps.handlerTurns ? await deps.handlerTurns.take(deps.stopSignal, keeper.signal) : () => {};
   if (turn === undefined) {
     await keeper.stop();
     if (keeper.lost) return none({ status: 'lost', lease: keeper.lease, error: keeper.lost });
     return none(await releaseJob(keeper, deps));
+  }
+  if (waits) {
+    const { id, token } = keeper.lease;
+    deps.emit({ event: 'turn', job: id, token, waitedMs: Math.max(0, deps.options.clock.now() - waitFrom) });
   }
   const generation = new Generation(keeper, deps);
   let handled: Handled;

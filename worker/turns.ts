@@ -14,6 +14,11 @@ export class HandlerTurns {
     this.free = turns;
   }
 
+  /** Whether a turn is free now: `take` would give one without waiting. */
+  get hasFree(): boolean {
+    return this.free > 0;
+  }
+
   /**
    * A turn, first come first served; `undefined` when one of `signals` aborts first (the run is
    * stopping, or the lease was lost while it waited). The signals are listened to only while

@@ -98,6 +98,14 @@ describe('prefetch', () => {
     expect(mostHeld(events), 'leases held at once').toBe(3);
     expect(summary).toEqual({ claimed: 9, finished: 9, failed: 0, lost: 0, released: 0 });
     expect(events[0]).toMatchObject({ event: 'started', concurrency: 1, prefetch: 2 });
+    // A lease that waited says when it starts: between its claim and its send.
+    const turns = events.filter((e) => e.event === 'turn');
+    expect(turns.length, 'leases that waited for a turn').toBeGreaterThanOrEqual(2);
+    for (const turn of turns) {
+      expect(turn, 'a turn event').toMatchObject({ waitedMs: expect.any(Number) as number });
+      const steps = timeline(events, 'job' in turn ? turn.job : '').filter((name) => name !== 'renewed');
+      expect(steps).toEqual(['claimed', 'turn', 'sent', 'finished']);
+    }
     for (const id of ids) {
       expect(await s.client.get(id), id).toMatchObject({ status: 'done', attempts: 1, token: 1, result: 'applied' });
     }
@@ -130,6 +138,7 @@ describe('prefetch', () => {
     expect(summary).toEqual({ claimed: 3, finished: 1, failed: 0, lost: 0, released: 2 });
     expect(await s.client.get(first)).toMatchObject({ status: 'done', result: 'applied' });
     expect(w.events.flatMap((e) => (e.event === 'released' ? [e.job] : [])).sort()).toEqual(waiting);
+    for (const id of waiting) expect(timeline(w.events, id), id).toEqual(['claimed', 'released']);
   });
 
   test('a waiting lease is renewed while it waits, and its job runs under the token it was claimed with', async () => {
