@@ -11,7 +11,7 @@ import type { WorkerEventBody } from './events.js';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, scanJson } from '../platform/json-limits.js';
 import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer, type ResultSize } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import type { HandlerTurns } from './turns.js';
+import type { HandlerTurns, Turn } from './turns.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
 import { errorMessage, generationPath, jobFolderName, refusalOf, resultWithOutput } from './rules.js';
@@ -78,20 +78,8 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
     return none(await releaseJob(keeper, deps));
   }
   keeper.start();
-  // A prefetched lease waits for a turn at the handler, renewed meanwhile. Lost while it waits
-  // (a renewal refused), it ends at once; a stop hands it back unworked.
-  const waits = deps.handlerTurns !== undefined && !deps.handlerTurns.hasFree;
-  const waitFrom = deps.options.clock.now();
-  const turn = deps.handlerTurns ? await deps.handlerTurns.take(deps.stopSignal, keeper.signal) : () => {};
-  if (turn === undefined) {
-    await keeper.stop();
-    if (keeper.lost) return none({ status: 'lost', lease: keeper.lease, error: keeper.lost });
-    return none(await releaseJob(keeper, deps));
-  }
-  if (waits) {
-    const { id, token } = keeper.lease;
-    deps.emit({ event: 'turn', job: id, token, waitedMs: Math.max(0, deps.options.clock.now() - waitFrom) });
-  }
+  const turn = await turnAtHandler(keeper, deps);
+  if (turn === undefined) return none(await handBack(keeper, deps));
   const generation = new Generation(keeper, deps);
   let handled: Handled;
   try {
@@ -105,9 +93,7 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   }
   if (handled.kind === 'grace_over') {
     keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`));
-    await keeper.stop();
-    if (keeper.lost) return none({ status: 'lost', lease: keeper.lease, error: keeper.lost });
-    return none(await releaseJob(keeper, deps));
+    return none(await handBack(keeper, deps));
   }
   // Decide only once every answer is in: a renewal in flight may still report the loss.
   await keeper.stop();
@@ -145,6 +131,32 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   const wantNext = deps.wantNext?.() ?? false;
   if (output === undefined) return finishJob(keeper, deps, result, recorded ?? NO_RESULT, wantNext);
   return finishJob(keeper, deps, resultWithOutput(result, output), recorded ?? NO_RESULT, wantNext);
+}
+
+/** A lease that ends unfinished: once its keeper has stopped, lost if it was, else released. */
+async function handBack(keeper: LeaseKeeper, deps: RunLeaseDeps): Promise<Finished['outcome']> {
+  await keeper.stop();
+  if (keeper.lost) return { status: 'lost', lease: keeper.lease, error: keeper.lost };
+  return releaseJob(keeper, deps);
+}
+
+/**
+ * The lease's turn at the handler. Without prefetch every lease has one at once. With it, a lease
+ * waits, renewed meanwhile, and says when its turn comes (`turn`); lost while it waits (a renewal
+ * refused) or stopped, it gets `undefined`, and is ended or handed back unworked.
+ */
+async function turnAtHandler(keeper: LeaseKeeper, deps: RunLeaseDeps): Promise<Turn | undefined> {
+  const turns = deps.handlerTurns;
+  if (!turns) return () => {};
+  if (turns.hasFree) return turns.take(deps.stopSignal, keeper.signal);
+  const { clock } = deps.options;
+  const from = clock.now();
+  const turn = await turns.take(deps.stopSignal, keeper.signal);
+  if (turn) {
+    const { id, token } = keeper.lease;
+    deps.emit({ event: 'turn', job: id, token, waitedMs: Math.max(0, clock.now() - from) });
+  }
+  return turn;
 }
 
 /** The handler's end, or the end of the grace time after a stop, whichever comes first. */
