@@ -2,7 +2,18 @@
 // batches in Leasehold-Batch must judge a batch's effects as their own requests would be judged,
 // in order within a job, and refuse a batch not signed as one. Skipped for a downstream that
 // offers none.
-import { answered, CaseFailure, CaseSkipped, describe, excerpt, type Case, type CaseContext } from './cases.js';
+import {
+  answered,
+  applied,
+  CaseFailure,
+  CaseSkipped,
+  describe,
+  duplicate,
+  excerpt,
+  expectAnswer,
+  type Case,
+  type CaseContext,
+} from './cases.js';
 import type { Answer } from './peer.js';
 
 const OFFER_HEADER = 'leasehold-batch';
@@ -64,12 +75,7 @@ export const BATCH_CASE: Case = {
   async run(ctx) {
     const jobId = ctx.job('batch');
     const other = ctx.job('batch-2');
-    const first = await answered(
-      'the first request',
-      '201 applied',
-      ctx.peer.post({ token: 2, body: { jobId, qty: 1 } }),
-    );
-    if (first.status !== 201) throw new CaseFailure(`the first request: expected 201 applied, got ${describe(first)}`);
+    const first = await expectAnswer(ctx, 'the first request', { token: 2, body: { jobId, qty: 1 } }, applied);
     const target = offeredTarget(ctx, first);
     const effects = [
       { jobId, qty: 1, token: 2 },
@@ -93,13 +99,12 @@ export const BATCH_CASE: Case = {
       );
     }
     // The batch was recorded: the second job's fence is at 5 now, its effect "a" applied.
-    const again = 'after the batch, effect "a" again';
-    const after = await answered(
-      again,
-      '200 duplicate',
-      ctx.peer.post({ token: 5, body: { jobId: other, key: 'a', qty: 1 } }),
+    await expectAnswer(
+      ctx,
+      'after the batch, effect "a" again',
+      { token: 5, body: { jobId: other, key: 'a', qty: 1 } },
+      duplicate,
     );
-    if (after.status !== 200) throw new CaseFailure(`${again}: expected 200 duplicate, got ${describe(after)}`);
     if (ctx.signed) {
       for (const signing of ['unsigned', 'as-single'] as const) {
         const step = `a batch ${signing === 'unsigned' ? 'unsigned' : 'signed as a single effect'}`;

@@ -76,7 +76,12 @@ function describeExpected(expected: Expected): string {
 }
 
 /** Checks status and outcome (or error code) together; `step` says which request of the case it was. */
-async function expectAnswer(ctx: CaseContext, step: string, attempt: Attempt, expected: Expected): Promise<Answer> {
+export async function expectAnswer(
+  ctx: CaseContext,
+  step: string,
+  attempt: Attempt,
+  expected: Expected,
+): Promise<Answer> {
   const answer = await answered(step, describeExpected(expected), ctx.peer.post(attempt));
   const body = answer.body as { outcome?: unknown; effect?: unknown; error?: { code?: unknown } } | undefined;
   const ok =
@@ -95,8 +100,8 @@ function tally(answers: readonly string[]): string {
   return [...counts].map(([answer, n]) => `${n} × ${answer}`).join(', ');
 }
 
-const applied = { status: 201, outcome: 'applied' } as const;
-const duplicate = { status: 200, outcome: 'duplicate' } as const;
+export const applied = { status: 201, outcome: 'applied' } as const;
+export const duplicate = { status: 200, outcome: 'duplicate' } as const;
 const fenced = { status: 409, code: 'fenced' } as const;
 const conflict = { status: 422, code: 'conflict' } as const;
 
