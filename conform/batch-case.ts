@@ -14,31 +14,20 @@ import {
   type Case,
   type CaseContext,
 } from './cases.js';
+import { readBatchOffer } from '../receiver/signature.js';
 import type { Answer } from './peer.js';
 
 const OFFER_HEADER = 'leasehold-batch';
 
-/** The offered target, resolved against the endpoint; an empty one, or one not on the endpoint's origin, fails the case. */
+/** The offered target, resolved against the endpoint; an offer a gateway would not use fails the case. */
 function offeredTarget(ctx: CaseContext, answer: Answer): URL {
-  const offered = answer.headers[OFFER_HEADER];
-  if (typeof offered !== 'string')
-    throw new CaseSkipped('the downstream offers no batches (no Leasehold-Batch header)');
-  const origin = ctx.peer.url.origin;
-  const refuse = (what: string) =>
-    new CaseFailure(
-      `the first request: expected Leasehold-Batch to name a target on the endpoint's origin, ${origin}, got ${what}`,
-    );
-  if (offered === '') throw refuse('an empty header');
-  let target: URL;
-  try {
-    target = new URL(offered, ctx.peer.url);
-  } catch {
-    throw refuse(`${JSON.stringify(offered)}, which is not a URL`);
-  }
-  if (target.protocol !== 'http:') throw refuse(`${JSON.stringify(offered)}, which is not an http: URL`);
+  const offer = readBatchOffer(answer.headers[OFFER_HEADER], ctx.peer.url);
+  if (offer === undefined) throw new CaseSkipped('the downstream offers no batches (no Leasehold-Batch header)');
+  if ('target' in offer) return offer.target;
   // A gateway never sends a batch there: it ignores such an offer and sends effects one by one.
-  if (target.origin !== origin) throw refuse(`${JSON.stringify(offered)}, which is on ${target.origin}`);
-  return target;
+  throw new CaseFailure(
+    `the first request: expected Leasehold-Batch to name a target on the endpoint's origin, ${ctx.peer.url.origin}, got ${offer.problem}`,
+  );
 }
 
 /** Each result's status, when the answer is 200 with `size` results that each have one. */

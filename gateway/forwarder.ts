@@ -9,7 +9,7 @@
 // lone effect always goes at once, as a single request; a downstream that does not say so only
 // ever gets single requests, as many at once as there are sends.
 import type { Logger } from 'pino';
-import { FENCING_TOKEN_HEADER, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
+import { FENCING_TOKEN_HEADER, readBatchOffer, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
 import { randomUUID } from 'node:crypto';
 import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
 import { REQUEST_ID_HEADER } from '../platform/request-id.js';
@@ -91,32 +91,23 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   let batchUrl: URL | undefined;
   let refusedOffer: string | undefined;
 
-  /** Each answer of a single request says whether the downstream takes batches, and where. */
+  /**
+   * Each answer of a single request says whether the downstream takes batches, and where. An
+   * offer nobody may send batches to (empty, not a URL, another origin) is not used, and said
+   * once in the log; effects then go one at a time.
+   */
   const learn = (result: Exchange) => {
     if (options.batching === false || result.kind !== 'response' || result.status >= 500) return;
     const offered = result.headers[BATCH_OFFER_HEADER];
-    // An empty value offers nothing: read as a URL it would be the endpoint itself.
-    batchUrl = typeof offered === 'string' && offered.trim() !== '' ? sameOrigin(offered) : undefined;
-  };
-  const sameOrigin = (offered: string): URL | undefined => {
-    let target: URL | undefined;
-    try {
-      target = new URL(offered, url);
-    } catch {
-      target = undefined;
-    }
-    if (target !== undefined && target.origin === url.origin) {
-      target.hash = '';
-      return target;
-    }
-    if (refusedOffer !== offered) {
-      refusedOffer = offered;
+    const offer = readBatchOffer(offered, url);
+    batchUrl = offer && 'target' in offer ? offer.target : undefined;
+    if (offer && 'problem' in offer && refusedOffer !== offered) {
+      refusedOffer = offered as string;
       options.logger?.warn(
-        { endpoint: url.href, offered },
-        'the downstream offers a batch target that is not on its own origin; it is not used, and effects go one at a time',
+        { endpoint: url.href, offered, problem: offer.problem },
+        'the downstream offers a batch target that cannot be used; effects go one at a time',
       );
     }
-    return undefined;
   };
 
   const single = async (effect: ForwardedEffect, token: number, timeoutMs: number, signal?: AbortSignal) => {

@@ -1,5 +1,6 @@
 // Signing and verifying `Leasehold-Signature`, the one place both sides of the wire share:
-// the gateway signs what it forwards, the receiver verifies it. Depends on node:crypto only.
+// the gateway signs what it forwards, the receiver verifies it; and reading a Leasehold-Batch
+// offer, which the gateway and `leasehold conform` read alike. Depends on node:crypto only.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** Lower-case, as Node presents incoming header names. */
@@ -115,4 +116,29 @@ export function verifySignature(
     };
   }
   return { ok: true };
+}
+
+/**
+ * A Leasehold-Batch offer read as the protocol has it: the target resolved against the effect
+ * `endpoint` (its fragment dropped), or, for an offer nobody may send batches to, why not: an
+ * empty header, not a URL, not http:, or another origin. `undefined` when nothing is offered.
+ * The gateway uses the target and ignores the rest; `leasehold conform` fails on the rest.
+ */
+export function readBatchOffer(
+  offered: string | string[] | undefined,
+  endpoint: URL,
+): { target: URL } | { problem: string } | undefined {
+  if (typeof offered !== 'string') return undefined;
+  if (offered.trim() === '') return { problem: 'an empty header' };
+  const quoted = JSON.stringify(offered);
+  let target: URL;
+  try {
+    target = new URL(offered, endpoint);
+  } catch {
+    return { problem: `${quoted}, which is not a URL` };
+  }
+  if (target.protocol !== 'http:') return { problem: `${quoted}, which is not an http: URL` };
+  if (target.origin !== endpoint.origin) return { problem: `${quoted}, which is on ${target.origin}` };
+  target.hash = '';
+  return { target };
 }
