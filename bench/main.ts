@@ -112,10 +112,10 @@ const program = new Command('npm run bench --')
   .addOption(
     new Option(
       '--prefetch <n>',
-      "with --peers: leases leasehold's worker library and `leasehold worker` hold beyond their concurrency (the worker's prefetch)",
+      "with --peers: leases leasehold's worker library and `leasehold worker` hold beyond their concurrency (the worker's prefetch: a whole number, or auto)",
     )
-      .argParser(parseWholeNumber)
-      .default(0),
+      .argParser((value: string) => (value === 'auto' ? value : parseWholeNumber(value)))
+      .default('auto'),
   )
   .option(
     '--dir <path>',

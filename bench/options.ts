@@ -21,7 +21,7 @@ export interface BenchFlags {
   workers?: number;
   e2eProcesses?: number;
   e2eConcurrency?: number;
-  prefetch?: number;
+  prefetch?: number | 'auto';
   references?: boolean;
   peers?: boolean;
   columns?: string;
@@ -59,8 +59,8 @@ export interface BenchOptions {
   workers: number;
   /** `leasehold worker` processes end to end, and the jobs each runs at once. */
   e2eProcesses: number;
-  /** Leases leasehold's peer columns hold beyond their concurrency (the worker's `prefetch`). */
-  prefetch: number;
+  /** Leases leasehold's peer columns hold beyond their concurrency (the worker's `prefetch`, by default `'auto'`). */
+  prefetch: number | 'auto';
   e2eConcurrency: number;
   /** Also the reference columns, which explain the others: bare node:http, processes on one file, a minimal worker. */
   references: boolean;
@@ -127,7 +127,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   const workers = flags.workers ?? DEFAULT_WORKERS;
   const e2eProcesses = flags.e2eProcesses ?? DEFAULT_E2E_PROCESSES;
   const e2eConcurrency = flags.e2eConcurrency ?? DEFAULT_E2E_CONCURRENCY;
-  const prefetch = flags.prefetch ?? 0;
+  const prefetch = flags.prefetch ?? 'auto';
   if (rounds < 1) throw new RangeError(`--rounds must be at least 1, got ${rounds}.`);
   if (windowMs < 100) throw new RangeError(`--window-ms must be at least 100, got ${windowMs}.`);
   if (sliceMs < 50) throw new RangeError(`--slice-ms must be at least 50, got ${sliceMs}.`);
@@ -137,7 +137,7 @@ export function resolveOptions(flags: BenchFlags): BenchOptions {
   if (workers < 2) throw new RangeError(`--workers must be at least 2, got ${workers}.`);
   if (e2eProcesses < 1) throw new RangeError(`--e2e-processes must be at least 1, got ${e2eProcesses}.`);
   if (e2eConcurrency < 1) throw new RangeError(`--e2e-concurrency must be at least 1, got ${e2eConcurrency}.`);
-  if (prefetch + Math.max(workers, 1) > 100) {
+  if (prefetch !== 'auto' && prefetch + Math.max(workers, 1) > 100) {
     throw new RangeError(
       `--prefetch plus --workers must be at most 100 (a claim's limit), got ${prefetch} + ${workers}.`,
     );

@@ -36,19 +36,20 @@ interface Line {
 
 /**
  * `workers` processes of `leasehold worker --concurrency <concurrency>` (and `--prefetch` when
- * asked); where this build's worker has no --concurrency yet, each runs one job at a time.
+ * set to a number; else the worker's default); where this build's worker has no --concurrency
+ * yet, each runs one job at a time.
  */
 export async function openWorkerCliProbe(
   system: System,
   workers: number,
   concurrency: number,
   label: string,
-  prefetch = 0,
+  prefetch: number | 'auto' = 'auto',
 ): Promise<ThroughputProbe> {
   const flags = workerFlags();
   const extra = [
     ...(flags.has('--concurrency') ? ['--concurrency', String(concurrency)] : []),
-    ...(prefetch > 0 ? ['--prefetch', String(prefetch)] : []),
+    ...(prefetch !== 'auto' && flags.has('--prefetch') ? ['--prefetch', String(prefetch)] : []),
     ...(flags.has('--log-level') ? ['--log-level', 'silent'] : []),
   ];
   const { queueDb } = system;

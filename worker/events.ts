@@ -17,7 +17,8 @@ export type WorkerEventBody =
       heartbeatMs: number;
       pollMs: number;
       concurrency: number;
-      prefetch: number;
+      /** A fixed number, or 'auto' (rules.autoPrefetch). */
+      prefetch: number | 'auto';
       waitMs: number;
       graceMs: number;
     }

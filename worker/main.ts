@@ -28,7 +28,7 @@ interface WorkerFlags {
   name: string;
   leaseMs: number;
   concurrency: number;
-  prefetch: number;
+  prefetch: number | 'auto';
   waitMs: number;
   pollMs: number;
   workMs: number;
@@ -40,6 +40,18 @@ interface WorkerFlags {
   stallBeforeFinish: number[];
   apiKey?: string;
   logLevel: string;
+}
+
+const wholeNumber = integerAtLeast(0);
+
+/** `--prefetch`: `auto`, or a whole number of leases. */
+function autoOrWholeNumber(value: string): number | 'auto' {
+  if (value === 'auto') return value;
+  try {
+    return wholeNumber(value);
+  } catch {
+    throw new InvalidArgumentError(`must be "auto" or a whole number, not ${JSON.stringify(value)}`);
+  }
 }
 
 export function workerCommand(): Command {
@@ -66,9 +78,9 @@ export function workerCommand(): Command {
     .addOption(
       new Option(
         '--prefetch <n>',
-        'leases held beyond --concurrency, each renewed while it waits for a free handler (--concurrency + --prefetch at most 100)',
+        "leases held beyond --concurrency, each renewed while it waits for a free handler (--concurrency + --prefetch at most 100); 'auto': as many as the handlers start in 20 ms at their recent pace (none while jobs are long)",
       )
-        .argParser(integerAtLeast(0))
+        .argParser(autoOrWholeNumber)
         .default(WORKER_DEFAULTS.prefetch),
     )
     .addOption(
@@ -149,7 +161,8 @@ export function workerCommand(): Command {
         '--wait-ms (long poll); a finished job brings the next one back in the same request. With --prefetch N,',
         'N more leases are held, each waiting (renewed) for a free handler, so the next job starts while the last',
         'one\'s finish is on its way (a "turn" line when a waiting one starts); a stop hands the waiting ones back',
-        'unworked.',
+        'unworked. The default, --prefetch auto, holds as many as the handlers start in 20 ms at their recent pace:',
+        'many while jobs take a millisecond, none while they take seconds.',
         '',
         'A lost lease (a renewal, send or finish refused as stale, or no renewal before the lease ends) aborts the',
         'job: nothing more is sent or finished under its token. A job whose handler fails is failed back to the',

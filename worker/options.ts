@@ -12,7 +12,7 @@ import type { EffectSender, QueueApi, WorkerHooks } from './types.js';
 export const WORKER_DEFAULTS = {
   leaseMs: 30_000,
   concurrency: 1,
-  prefetch: 0,
+  prefetch: 'auto',
   waitMs: 20_000,
   pollMs: 500,
   graceMs: 10_000,
@@ -40,12 +40,14 @@ export interface WorkerOptions {
   concurrency?: number;
   /**
    * How many leases the worker holds beyond `concurrency`, each waiting for a handler to be free
-   * (default 0; `concurrency` + `prefetch` at most 100). A waiting lease is renewed like a running
-   * one and handed back unworked when the worker stops. The next job then starts while the
-   * last one's finish is on its way, so the queue's commits are shared by more finishes; the
-   * cost is that these jobs are held, attempt spent, by a worker that is not yet running them.
+   * (`concurrency` + `prefetch` at most 100). A waiting lease is renewed like a running one and
+   * handed back unworked when the worker stops. The next job then starts while the last one's
+   * finish is on its way, so the queue's commits are shared by more finishes; the cost is that
+   * these jobs are held, attempt spent, by a worker that is not yet running them. The default,
+   * `'auto'`, holds as many as the handlers start in 20 ms at their recent pace (rules.autoPrefetch):
+   * many for short jobs, none for long ones. 0 holds none.
    */
-  prefetch?: number;
+  prefetch?: number | 'auto';
   /**
    * How long one claim may wait at the queue for a job (long poll; default 20000, at most
    * 30000). 0 asks and returns at once; the worker then pauses `pollMs` between empty claims.
@@ -92,7 +94,8 @@ export interface ResolvedWorkerOptions {
   name: string;
   leaseMs: number;
   concurrency: number;
-  prefetch: number;
+  /** A fixed number of leases held beyond `concurrency`, or `'auto'` (rules.autoPrefetch). */
+  prefetch: number | 'auto';
   waitMs: number;
   /** Timer renewals: every `max(100, floor(leaseMs / 3))` ms. */
   heartbeatMs: number;
@@ -129,7 +132,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   const clock = checkClock(options.clock);
   const concurrency = intIn('concurrency', options.concurrency ?? WORKER_DEFAULTS.concurrency, 1, MAX_CONCURRENCY);
   // One claim asks for every free slot, and the queue gives at most 100 leases per claim.
-  const prefetch = intIn('prefetch', options.prefetch ?? WORKER_DEFAULTS.prefetch, 0, MAX_CONCURRENCY - concurrency);
+  const prefetch = prefetchIn(options.prefetch ?? WORKER_DEFAULTS.prefetch, MAX_CONCURRENCY - concurrency);
   return {
     queueUrl: httpUrl('queueUrl', options.queueUrl),
     gatewayUrl: httpUrl('gatewayUrl', options.gatewayUrl),
@@ -171,6 +174,15 @@ function checkHooks(hooks: WorkerHooks): WorkerHooks {
   }
   for (const name of HOOKS) functionOrNone(`hooks.${name}`, hooks[name]);
   return hooks;
+}
+
+/** `'auto'`, or a number of leases from 0 to `max` (what `concurrency` leaves of a claim's 100). */
+function prefetchIn(value: unknown, max: number): number | 'auto' {
+  if (value === 'auto') return value;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > max) {
+    throw new RangeError(`prefetch must be 'auto' or an integer from 0 to ${max}, not ${describeValue(value)}.`);
+  }
+  return value;
 }
 
 function intIn(what: string, value: number, min: number, max: number): number {

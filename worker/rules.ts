@@ -196,6 +196,34 @@ export function claimSize(slots: { concurrency: number; prefetch?: number; runni
   return Math.max(0, Math.min(held - slots.running, slots.budget));
 }
 
+/** With `prefetch: 'auto'`: how long a lease held ahead may expect to wait for its turn. */
+export const AUTO_PREFETCH_HOLD_MS = 20;
+/** With `prefetch: 'auto'`: the handler starts the pace is measured over, the most recent kept. */
+export const AUTO_PREFETCH_SAMPLES = 64;
+
+/**
+ * `prefetch: 'auto'`: the leases to hold beyond `concurrency`, as many as the handlers start in
+ * AUTO_PREFETCH_HOLD_MS at their recent pace, within `max`. The pace is measured over `starts`,
+ * the clock times of the most recent handler starts (oldest first), up to `now`, so a worker
+ * that has been idle or whose jobs have grown long holds fewer. Short jobs, a quick pace: leases
+ * held ahead wait a few milliseconds and let finishes share commits. Long jobs: none held. Until
+ * `2 × concurrency` starts are known (at least 4), or while the clock stands still (a test's
+ * manual clock), it holds none.
+ */
+export function autoPrefetch(input: {
+  concurrency: number;
+  starts: readonly number[];
+  now: number;
+  max: number;
+}): number {
+  const { concurrency, starts, now, max } = input;
+  if (starts.length < Math.max(4, 2 * concurrency)) return 0;
+  const span = Math.max(now, starts[starts.length - 1]!) - starts[0]!;
+  if (!(span > 0)) return 0;
+  const perMs = (starts.length - 1) / span;
+  return Math.max(0, Math.min(max, Math.floor(perMs * AUTO_PREFETCH_HOLD_MS)));
+}
+
 /**
  * Whether a kept-alive connection, idle since `idleSince` (epoch ms), may carry the next
  * request. Judged when the request is made, not by a timer: after a pause (SIGSTOP, a long GC)

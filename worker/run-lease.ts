@@ -36,10 +36,12 @@ export interface RunLeaseDeps {
   /** Asked once the handler returned: true to claim the slot's next job in the finish's request. */
   wantNext?: (() => boolean) | undefined;
   /**
-   * With `prefetch`, the turns at the handler the run's leases share: a lease waits, kept alive,
+   * With `prefetch` (a number above 0, or `'auto'`), the turns at the handler the run's leases share: a lease waits, kept alive,
    * for one, and gives it back as soon as its handler has returned. Without: every lease runs at once.
    */
   handlerTurns?: HandlerTurns | undefined;
+  /** Told when the lease's handler is about to start (its turn came): the pace `prefetch: 'auto'` follows. */
+  started?: (() => void) | undefined;
 }
 
 /** A failure is kept as `lastError` by the queue; a bounded one always fits its limit. */
@@ -80,6 +82,7 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   keeper.start();
   const turn = await turnAtHandler(keeper, deps);
   if (turn === undefined) return none(await handBack(keeper, deps));
+  deps.started?.();
   const generation = new Generation(keeper, deps);
   let handled: Handled;
   try {

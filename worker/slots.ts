@@ -3,10 +3,11 @@
 // long-polled claim at a time; a finished job brings the slot's next one back in its own request.
 // A stop ends the claims, hands back the leases still waiting for a turn, gives running handlers
 // `graceMs`, then releases the leases of those still running.
+import { setMaxListeners } from 'node:events';
 import { QueueError } from '../queue/client.js';
 import type { WorkerEventBody } from './events.js';
-import type { ResolvedWorkerOptions } from './options.js';
-import { claimedEvent, claimSize, errorMessage } from './rules.js';
+import { MAX_CONCURRENCY, type ResolvedWorkerOptions } from './options.js';
+import { AUTO_PREFETCH_SAMPLES, autoPrefetch, claimedEvent, claimSize, errorMessage } from './rules.js';
 import { runLease, type RunLeaseDeps } from './run-lease.js';
 import { HandlerTurns } from './turns.js';
 import type { ClaimedLease, Handler, QueueApi } from './types.js';
@@ -31,7 +32,7 @@ export interface WorkerSummary {
 }
 
 /** What a lease's run needs besides the stop, the grace and the choice of a next job. */
-export type LeaseDeps = Omit<RunLeaseDeps, 'stopSignal' | 'graceSignal' | 'wantNext' | 'handlerTurns'>;
+export type LeaseDeps = Omit<RunLeaseDeps, 'stopSignal' | 'graceSignal' | 'wantNext' | 'handlerTurns' | 'started'>;
 
 /** What a run takes from its worker. */
 export interface RunParts {
@@ -57,6 +58,8 @@ export class WorkerRun {
   private wake: () => void = () => {};
   /** With `prefetch`, the `concurrency` turns at the handler that the slots share. */
   private readonly handlerTurns: HandlerTurns | undefined;
+  /** When the most recent handlers started, oldest first: the pace `prefetch: 'auto'` follows. */
+  private readonly starts: number[] = [];
 
   constructor(
     private readonly parts: RunParts,
@@ -64,7 +67,9 @@ export class WorkerRun {
     private readonly options: RunOptions,
   ) {
     const { concurrency, prefetch } = parts.options;
-    this.handlerTurns = prefetch > 0 ? new HandlerTurns(concurrency) : undefined;
+    this.handlerTurns = prefetch === 'auto' || prefetch > 0 ? new HandlerTurns(concurrency) : undefined;
+    // Every lease held listens to both while it waits or runs: up to 100 leases, not a leak.
+    setMaxListeners(2 * MAX_CONCURRENCY, this.stop.signal, this.graceOver.signal);
   }
 
   async run(): Promise<WorkerSummary> {
@@ -94,8 +99,8 @@ export class WorkerRun {
   /** Claims for the free slots, one claim at a time; its leases each start a slot. */
   private fill(): void {
     if (this.claiming || this.stop.signal.aborted) return;
-    const { concurrency, prefetch } = this.parts.options;
-    const max = claimSize({ concurrency, prefetch, running: this.slots.size, budget: this.budget() });
+    const { concurrency } = this.parts.options;
+    const max = claimSize({ concurrency, prefetch: this.prefetch(), running: this.slots.size, budget: this.budget() });
     if (max === 0) return;
     const received = this.reserve(max);
     this.claiming = this.claimUpTo(max, this.stop.signal)
@@ -126,8 +131,11 @@ export class WorkerRun {
         stopSignal: this.stop.signal,
         graceSignal: this.graceOver.signal,
         handlerTurns: this.handlerTurns,
+        started: () => this.started(),
         wantNext: () => {
           if (this.stop.signal.aborted || this.budget() <= 0) return false;
+          // Fewer leases to hold now (`prefetch: 'auto'`, the pace fell): this slot ends with its job.
+          if (this.slots.size > this.parts.options.concurrency + this.prefetch()) return false;
           received = this.reserve(1);
           return true;
         },
@@ -148,6 +156,22 @@ export class WorkerRun {
         this.wake();
       });
     this.slots.add(slot);
+  }
+
+  /** The leases to hold beyond `concurrency` now: the fixed `prefetch`, or what the pace asks for. */
+  private prefetch(): number {
+    const { concurrency, prefetch, clock } = this.parts.options;
+    if (prefetch !== 'auto') return prefetch;
+    return autoPrefetch({ concurrency, starts: this.starts, now: clock.now(), max: MAX_CONCURRENCY - concurrency });
+  }
+
+  /** A handler started: its time joins the pace; when the pace asks for more leases, a claim fills them. */
+  private started(): void {
+    const { concurrency, prefetch, clock } = this.parts.options;
+    this.starts.push(clock.now());
+    if (this.starts.length > AUTO_PREFETCH_SAMPLES) this.starts.shift();
+    // Slots whose finishes bring their next jobs never end, so nothing else would claim again.
+    if (prefetch === 'auto' && !this.claiming && this.slots.size < concurrency + this.prefetch()) this.wake();
   }
 
   private stopping(): void {

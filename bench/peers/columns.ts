@@ -69,9 +69,9 @@ function withRelease(probe: ThroughputProbe, release: () => Promise<void>): Thro
 export function peerColumnSpecs(options: BenchOptions, notes: string[]): ColumnSpec[] {
   const n = options.workers;
   const { prefetch } = options;
-  /** The label's mention of prefetch, when the run asks for it. */
-  const pf = prefetch > 0 ? `, prefetch ${prefetch}` : '';
-  const cliPf = prefetch > 0 ? ` --prefetch ${prefetch}` : '';
+  /** The label's mention of prefetch, when the run sets it (not the worker's default, auto). */
+  const pf = prefetch !== 'auto' ? `, prefetch ${prefetch}` : '';
+  const cliPf = prefetch !== 'auto' ? ` --prefetch ${prefetch}` : '';
   const redis = sharedRedis();
   const file = (r: Resources, name: string) => join(r.dir, `${name}.sqlite`);
   const pgUrl = options.postgres ?? LOCAL_POSTGRES_URL;

@@ -19,7 +19,7 @@ export interface WorkerLibraryColumn {
   journal: SqliteJournal;
   concurrency: number;
   /** Leases held beyond `concurrency` (the worker's `prefetch`). */
-  prefetch: number;
+  prefetch: number | 'auto';
   label: string;
 }
 
@@ -101,7 +101,7 @@ export async function openWorkerEndToEndProbe(
   concurrency: number,
   journal: SqliteJournal,
   label: string,
-  prefetch = 0,
+  prefetch: number | 'auto' = 'auto',
 ): Promise<ThroughputProbe> {
   const system = await System.start(dir, label, undefined, journal);
   const probe = await openWorkerCliProbe(system, 1, concurrency, label, prefetch).catch(async (err: unknown) => {

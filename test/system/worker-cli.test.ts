@@ -315,7 +315,10 @@ describe('leasehold worker', () => {
   test('--prefetch beyond what one claim holds is a usage error naming the flag', async () => {
     const run = cli(['worker', '--concurrency', '90', '--prefetch', '11']);
     expect(await run.exited).toEqual({ code: 2, signal: null });
-    expect(run.stderr()).toContain('leasehold worker: --prefetch must be an integer from 0 to 10, not 11');
+    expect(run.stderr()).toContain("leasehold worker: --prefetch must be 'auto' or an integer from 0 to 10, not 11");
+    const word = cli(['worker', '--prefetch', 'fast']);
+    expect(await word.exited).toEqual({ code: 2, signal: null });
+    expect(word.stderr()).toContain('leasehold worker: --prefetch must be "auto" or a whole number, not "fast"');
   });
 });
 

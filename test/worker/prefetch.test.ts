@@ -277,19 +277,123 @@ describe('prefetch', () => {
     expect(proxy.batches.length, 'POST /finishes requests').toBeGreaterThanOrEqual(1);
   });
 
-  test('prefetch must be a whole number, and concurrency + prefetch at most 100 (one claim)', () => {
+  test("prefetch is 'auto' (the default) or a whole number, and concurrency + prefetch at most 100 (one claim)", () => {
     const base = { queueUrl: 'http://127.0.0.1:1', gatewayUrl: 'http://127.0.0.1:2', name: 'w1' };
-    expect(resolveWorkerOptions(base).prefetch).toBe(0);
+    expect(resolveWorkerOptions(base).prefetch).toBe('auto');
+    expect(resolveWorkerOptions({ ...base, prefetch: 0 }).prefetch).toBe(0);
     expect(resolveWorkerOptions({ ...base, concurrency: 90, prefetch: 10 }).prefetch).toBe(10);
     expect(() => resolveWorkerOptions({ ...base, prefetch: -1 })).toThrow(
-      'prefetch must be an integer from 0 to 99, not -1.',
+      "prefetch must be 'auto' or an integer from 0 to 99, not -1.",
     );
     expect(() => resolveWorkerOptions({ ...base, prefetch: 1.5 })).toThrow(
-      'prefetch must be an integer from 0 to 99, not 1.5.',
+      "prefetch must be 'auto' or an integer from 0 to 99, not 1.5.",
     );
     expect(() => resolveWorkerOptions({ ...base, concurrency: 90, prefetch: 11 })).toThrow(
-      'prefetch must be an integer from 0 to 10, not 11.',
+      "prefetch must be 'auto' or an integer from 0 to 10, not 11.",
     );
+    expect(() => resolveWorkerOptions({ ...base, prefetch: 'Auto' as 'auto' })).toThrow(
+      `prefetch must be 'auto' or an integer from 0 to 99, not "Auto".`,
+    );
+  });
+});
+
+/**
+ * A worker with the default prefetch ('auto') whose clock (its `now` only: its timers are
+ * Node's) moves `stepMs(job)` at each handler's start, so the pace it measures is the test's;
+ * every handler sends its job's qty.
+ */
+function pacedWorker(s: Setup, concurrency: number, stepMs: (job: string) => number) {
+  const events: WorkerEvent[] = [];
+  const stop = new AbortController();
+  let now = Date.now();
+  let running = 0;
+  const counts = { most: 0 };
+  const done = runWorker({
+    queueUrl: s.queue.url,
+    gatewayUrl: s.gateway.url,
+    name: 'w1',
+    leaseMs: 600_000,
+    concurrency,
+    clock: { now: () => now },
+    signal: stop.signal,
+    onEvent: (e) => events.push(e),
+    handler: async (ctx) => {
+      now += stepMs(ctx.lease.id);
+      counts.most = Math.max(counts.most, (running += 1));
+      try {
+        return (await ctx.send()).outcome;
+      } finally {
+        running -= 1;
+      }
+    },
+  });
+  return { events, stop, counts, done };
+}
+
+describe("prefetch 'auto'", () => {
+  test('short jobs: leases held ahead as the pace asks, one handler per turn, every job done and sent once', async () => {
+    const s = await setup();
+    const ids = Array.from({ length: 60 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
+    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    // One start per millisecond: 20 leases held ahead (rules.autoPrefetch), once 4 starts are known.
+    const w = pacedWorker(s, 2, () => 1);
+    await eventually('all jobs done', async () => ((await s.client.stats()).done === 60 ? true : undefined), 30_000);
+    w.stop.abort();
+    const summary = await w.done;
+    process.off('warning', onWarning);
+    // More than 10 leases waiting on the run's signals is by design, not a listener leak.
+    expect(warnings, 'process warnings').toEqual([]);
+
+    expect(w.events[0]).toMatchObject({ event: 'started', concurrency: 2, prefetch: 'auto' });
+    expect(w.counts.most, 'handlers running at once').toBe(2);
+    // Held ahead: more leases than handlers, never more than 2 + 20.
+    const held = mostHeld(w.events);
+    expect(held, 'leases held at once').toBeGreaterThan(2);
+    expect(held, 'leases held at once').toBeLessThanOrEqual(22);
+    expect(w.events.filter((e) => e.event === 'turn').length, 'leases that waited for a turn').toBeGreaterThan(0);
+    expect(summary).toEqual({ claimed: 60, finished: 60, failed: 0, lost: 0, released: 0 });
+    const journal = await s.receiver.journal();
+    expect(journal.map((entry) => entry.jobId).sort()).toEqual(ids);
+    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+  });
+
+  test('long jobs: no lease held beyond concurrency; and once jobs grow long, the leases held ahead run down', async () => {
+    const s = await setup();
+    const long = Array.from({ length: 12 }, (_, i) => `long-${String(i + 1).padStart(2, '0')}`);
+    for (const id of long) await s.client.enqueue({ id, qty: 1 });
+    // One start a second: a pace of 0.001 per ms holds none.
+    const w = pacedWorker(s, 2, () => 1_000);
+    await eventually('all jobs done', async () => ((await s.client.stats()).done === 12 ? true : undefined), 30_000);
+    w.stop.abort();
+    expect(await w.done).toEqual({ claimed: 12, finished: 12, failed: 0, lost: 0, released: 0 });
+    expect(mostHeld(w.events), 'leases held at once').toBe(2);
+    expect(
+      w.events.filter((e) => e.event === 'turn'),
+      'leases that waited for a turn',
+    ).toEqual([]);
+
+    // Short jobs first, then long ones: what was held ahead is worked off, and no more is held.
+    const s2 = await setup();
+    const short = Array.from({ length: 40 }, (_, i) => `short-${String(i + 1).padStart(2, '0')}`);
+    // More long jobs than the 20 held ahead at the short jobs' pace.
+    const longer = Array.from({ length: 30 }, (_, i) => `long-${String(i + 1).padStart(2, '0')}`);
+    for (const id of [...short, ...longer]) await s2.client.enqueue({ id, qty: 1 });
+    const w2 = pacedWorker(s2, 2, (job) => (job.startsWith('short') ? 1 : 1_000));
+    await eventually('all jobs done', async () => ((await s2.client.stats()).done === 70 ? true : undefined), 30_000);
+    w2.stop.abort();
+    expect(await w2.done).toEqual({ claimed: 70, finished: 70, failed: 0, lost: 0, released: 0 });
+    expect(mostHeld(w2.events), 'leases held at once').toBeGreaterThan(2);
+    // After a few long starts the pace holds none: once the leases held ahead are worked off,
+    // the last long jobs are claimed as handlers free up, each starting at once (no turn waited for).
+    const waited = new Set(w2.events.flatMap((e) => (e.event === 'turn' ? [e.job] : [])));
+    expect(waited.has('long-01'), 'the first long job was held ahead and waited').toBe(true);
+    expect(
+      longer.slice(-5).filter((id) => waited.has(id)),
+      'long jobs that waited for a turn',
+    ).toEqual([]);
   });
 });
 

@@ -18,7 +18,14 @@ import {
   resultWithOutput,
   withDeadReason,
 } from '../../worker/index.js';
-import { leaseIsShort, nextLeaseState, type LeaseState, type LeaseStep } from '../../worker/rules.js';
+import {
+  AUTO_PREFETCH_HOLD_MS,
+  autoPrefetch,
+  leaseIsShort,
+  nextLeaseState,
+  type LeaseState,
+  type LeaseStep,
+} from '../../worker/rules.js';
 import { fakeClock } from '../helpers/clock.js';
 
 describe('heartbeatIntervalMs', () => {
@@ -210,6 +217,40 @@ describe('claimSize', () => {
     expect(claimSize({ concurrency: 1, prefetch: 2, running: 2, budget: Infinity })).toBe(1);
     expect(claimSize({ concurrency: 4, prefetch: 4, running: 3, budget: 2 })).toBe(2);
     expect(claimSize({ concurrency: 4, prefetch: 0, running: 4, budget: 10 })).toBe(0);
+  });
+});
+
+describe("autoPrefetch (prefetch: 'auto')", () => {
+  /** `n` starts `everyMs` apart, from 1000. */
+  const paced = (n: number, everyMs: number) => Array.from({ length: n }, (_, i) => 1_000 + i * everyMs);
+
+  test('as many leases as the handlers start in 20 ms at their pace, within max', () => {
+    expect(AUTO_PREFETCH_HOLD_MS).toBe(20);
+    // 17 starts over 16 ms: one per ms, 20 held ahead.
+    const starts = paced(17, 1);
+    expect(autoPrefetch({ concurrency: 8, starts, now: 1_016, max: 92 })).toBe(20);
+    expect(autoPrefetch({ concurrency: 8, starts, now: 1_016, max: 5 })).toBe(5);
+    // 4 starts 10 ms apart: 3 in 30 ms, 0.1 per ms, 2 held ahead; at 20 ms apart, exactly 1.
+    expect(autoPrefetch({ concurrency: 1, starts: paced(4, 10), now: 1_030, max: 99 })).toBe(2);
+    expect(autoPrefetch({ concurrency: 1, starts: paced(4, 20), now: 1_060, max: 99 })).toBe(1);
+    // Just slower than one start per 20 ms: none.
+    expect(autoPrefetch({ concurrency: 1, starts: paced(4, 21), now: 1_063, max: 99 })).toBe(0);
+  });
+
+  test('long jobs, an idle spell, or too few starts known: none held ahead', () => {
+    // One start a second: none.
+    expect(autoPrefetch({ concurrency: 2, starts: paced(64, 1_000), now: 64_000, max: 98 })).toBe(0);
+    // A quick pace, then idle: measured up to now, it fades (20 at once, 1 after 300 ms, 0 after 400).
+    const starts = paced(17, 1);
+    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016, max: 98 })).toBe(20);
+    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 300, max: 98 })).toBe(1);
+    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 400, max: 98 })).toBe(0);
+    // Fewer than 2 x concurrency starts (at least 4): none yet.
+    expect(autoPrefetch({ concurrency: 8, starts: paced(15, 1), now: 1_014, max: 92 })).toBe(0);
+    expect(autoPrefetch({ concurrency: 8, starts: paced(16, 1), now: 1_015, max: 92 })).toBe(20);
+    expect(autoPrefetch({ concurrency: 1, starts: paced(3, 1), now: 1_002, max: 99 })).toBe(0);
+    // A clock standing still (a test's manual clock) measures no pace.
+    expect(autoPrefetch({ concurrency: 1, starts: [5, 5, 5, 5, 5], now: 5, max: 99 })).toBe(0);
   });
 });
 
