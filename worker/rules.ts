@@ -225,6 +225,25 @@ export function autoPrefetch(input: {
 }
 
 /**
+ * `prefetch: 'auto'` follows its target with slack, so a pace that wavers does not turn into
+ * claims of one or two leases and slots ended only to be claimed again: the worker claims more
+ * once it holds fewer than `concurrency`, or falls short of `concurrency` + `target` by half the
+ * target; and a slot whose job is done ends, claiming no next job, only while more than
+ * `concurrency` + 2 × `target` leases are held (`held` counts that slot).
+ */
+export function autoPrefetchSlack(input: { concurrency: number; target: number; held: number }): {
+  claimMore: boolean;
+  endSlot: boolean;
+} {
+  const { concurrency, target, held } = input;
+  const short = concurrency + target - held;
+  return {
+    claimMore: held < concurrency || (short > 0 && short >= Math.ceil(target / 2)),
+    endSlot: held > concurrency + 2 * target,
+  };
+}
+
+/**
  * Whether a kept-alive connection, idle since `idleSince` (epoch ms), may carry the next
  * request. Judged when the request is made, not by a timer: after a pause (SIGSTOP, a long GC)
  * the worker's own timers may fire before the connection's idle timer, on a connection the

@@ -7,7 +7,14 @@ import { setMaxListeners } from 'node:events';
 import { QueueError } from '../queue/client.js';
 import type { WorkerEventBody } from './events.js';
 import { MAX_CONCURRENCY, type ResolvedWorkerOptions } from './options.js';
-import { AUTO_PREFETCH_SAMPLES, autoPrefetch, claimedEvent, claimSize, errorMessage } from './rules.js';
+import {
+  AUTO_PREFETCH_SAMPLES,
+  autoPrefetch,
+  autoPrefetchSlack,
+  claimedEvent,
+  claimSize,
+  errorMessage,
+} from './rules.js';
 import { runLease, type RunLeaseDeps } from './run-lease.js';
 import { HandlerTurns } from './turns.js';
 import type { ClaimedLease, Handler, QueueApi } from './types.js';
@@ -99,8 +106,10 @@ export class WorkerRun {
   /** Claims for the free slots, one claim at a time; its leases each start a slot. */
   private fill(): void {
     if (this.claiming || this.stop.signal.aborted) return;
-    const { concurrency } = this.parts.options;
-    const max = claimSize({ concurrency, prefetch: this.prefetch(), running: this.slots.size, budget: this.budget() });
+    const { concurrency, prefetch } = this.parts.options;
+    const target = this.prefetch();
+    if (prefetch === 'auto' && !autoPrefetchSlack({ concurrency, target, held: this.slots.size }).claimMore) return;
+    const max = claimSize({ concurrency, prefetch: target, running: this.slots.size, budget: this.budget() });
     if (max === 0) return;
     const received = this.reserve(max);
     this.claiming = this.claimUpTo(max, this.stop.signal)
@@ -134,8 +143,8 @@ export class WorkerRun {
         started: () => this.started(),
         wantNext: () => {
           if (this.stop.signal.aborted || this.budget() <= 0) return false;
-          // Fewer leases to hold now (`prefetch: 'auto'`, the pace fell): this slot ends with its job.
-          if (this.slots.size > this.parts.options.concurrency + this.prefetch()) return false;
+          // Far fewer leases to hold now (`prefetch: 'auto'`, the pace fell): this slot ends with its job.
+          if (this.endsAtPace()) return false;
           received = this.reserve(1);
           return true;
         },
@@ -165,13 +174,21 @@ export class WorkerRun {
     return autoPrefetch({ concurrency, starts: this.starts, now: clock.now(), max: MAX_CONCURRENCY - concurrency });
   }
 
+  /** With `prefetch: 'auto'`, whether a slot whose job is done ends rather than claim its next. */
+  private endsAtPace(): boolean {
+    const { concurrency, prefetch } = this.parts.options;
+    if (prefetch !== 'auto') return false;
+    return autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size }).endSlot;
+  }
+
   /** A handler started: its time joins the pace; when the pace asks for more leases, a claim fills them. */
   private started(): void {
     const { concurrency, prefetch, clock } = this.parts.options;
     this.starts.push(clock.now());
     if (this.starts.length > AUTO_PREFETCH_SAMPLES) this.starts.shift();
+    if (prefetch !== 'auto' || this.claiming) return;
     // Slots whose finishes bring their next jobs never end, so nothing else would claim again.
-    if (prefetch === 'auto' && !this.claiming && this.slots.size < concurrency + this.prefetch()) this.wake();
+    if (autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size }).claimMore) this.wake();
   }
 
   private stopping(): void {

@@ -21,6 +21,7 @@ import {
 import {
   AUTO_PREFETCH_HOLD_MS,
   autoPrefetch,
+  autoPrefetchSlack,
   leaseIsShort,
   nextLeaseState,
   type LeaseState,
@@ -251,6 +252,32 @@ describe("autoPrefetch (prefetch: 'auto')", () => {
     expect(autoPrefetch({ concurrency: 1, starts: paced(3, 1), now: 1_002, max: 99 })).toBe(0);
     // A clock standing still (a test's manual clock) measures no pace.
     expect(autoPrefetch({ concurrency: 1, starts: [5, 5, 5, 5, 5], now: 5, max: 99 })).toBe(0);
+  });
+});
+
+describe('autoPrefetchSlack', () => {
+  test('claims more when short of concurrency, or of the target by half of it; never for a lease or two of a large target', () => {
+    const at = (held: number, target = 16) => autoPrefetchSlack({ concurrency: 8, target, held }).claimMore;
+    expect(at(7), 'a handler without a lease').toBe(true);
+    expect(at(16), '8 short of 8 + 16').toBe(true);
+    expect(at(17), '7 short').toBe(false);
+    expect(at(23), '1 short').toBe(false);
+    expect(at(24), 'at the target').toBe(false);
+    // A target of 1: one short is worth a claim.
+    expect(at(8, 1)).toBe(true);
+    expect(at(9, 1)).toBe(false);
+    // No target: only the handlers' own leases.
+    expect(at(8, 0)).toBe(false);
+    expect(at(3, 0)).toBe(true);
+  });
+
+  test('ends a slot only while more than concurrency + twice the target are held', () => {
+    const ends = (held: number, target: number) => autoPrefetchSlack({ concurrency: 8, target, held }).endSlot;
+    expect(ends(40, 16)).toBe(false);
+    expect(ends(41, 16)).toBe(true);
+    // The pace fell to nothing: back to the handlers' own leases.
+    expect(ends(9, 0)).toBe(true);
+    expect(ends(8, 0)).toBe(false);
   });
 });
 
