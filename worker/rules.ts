@@ -206,9 +206,9 @@ export const AUTO_PREFETCH_SAMPLES = 64;
  * AUTO_PREFETCH_HOLD_MS at their recent pace, within `max`. The pace is measured over `starts`,
  * the clock times of the most recent handler starts (oldest first), up to `now`, so a worker
  * that has been idle or whose jobs have grown long holds fewer. Short jobs, a quick pace: leases
- * held ahead wait a few milliseconds and let finishes share commits. Long jobs: none held. Until
- * `2 × concurrency` starts are known (at least 4), or while the clock stands still (a test's
- * manual clock), it holds none.
+ * held ahead wait a few milliseconds and let finishes share commits. Long jobs: none held. It
+ * holds at least `concurrency` or none. Until `2 × concurrency` starts are known (at least 4),
+ * or while the clock stands still (a test's manual clock), it holds none.
  */
 export function autoPrefetch(input: {
   concurrency: number;
@@ -221,7 +221,12 @@ export function autoPrefetch(input: {
   const span = Math.max(now, starts[starts.length - 1]!) - starts[0]!;
   if (!(span > 0)) return 0;
   const perMs = (starts.length - 1) / span;
-  return Math.max(0, Math.min(max, Math.floor(perMs * AUTO_PREFETCH_HOLD_MS)));
+  const target = Math.floor(perMs * AUTO_PREFETCH_HOLD_MS);
+  // Fewer than `concurrency` held ahead would split the handlers' waves: the few waiting leases
+  // start at once when a wave's handlers return, the rest when their finishes bring their next
+  // jobs, and their sends and finishes then go in two smaller batches instead of one.
+  if (target < concurrency) return 0;
+  return Math.min(max, target);
 }
 
 /**

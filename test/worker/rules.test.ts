@@ -241,11 +241,14 @@ describe("autoPrefetch (prefetch: 'auto')", () => {
   test('long jobs, an idle spell, or too few starts known: none held ahead', () => {
     // One start a second: none.
     expect(autoPrefetch({ concurrency: 2, starts: paced(64, 1_000), now: 64_000, max: 98 })).toBe(0);
-    // A quick pace, then idle: measured up to now, it fades (20 at once, 1 after 300 ms, 0 after 400).
+    // A quick pace, then idle: measured up to now, it fades (20 at once, 2 after 150 ms, 0 after 300).
     const starts = paced(17, 1);
     expect(autoPrefetch({ concurrency: 2, starts, now: 1_016, max: 98 })).toBe(20);
-    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 300, max: 98 })).toBe(1);
-    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 400, max: 98 })).toBe(0);
+    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 144, max: 98 })).toBe(2);
+    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 300, max: 98 })).toBe(0);
+    // At least concurrency, or none: 1.6 per 20 ms is none for 2 handlers, one for 1.
+    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 184, max: 98 })).toBe(0);
+    expect(autoPrefetch({ concurrency: 1, starts, now: 1_016 + 184, max: 99 })).toBe(1);
     // Fewer than 2 x concurrency starts (at least 4): none yet.
     expect(autoPrefetch({ concurrency: 8, starts: paced(15, 1), now: 1_014, max: 92 })).toBe(0);
     expect(autoPrefetch({ concurrency: 8, starts: paced(16, 1), now: 1_015, max: 92 })).toBe(20);
