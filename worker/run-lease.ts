@@ -36,8 +36,9 @@ export interface RunLeaseDeps {
   /** Asked once the handler returned: true to claim the slot's next job in the finish's request. */
   wantNext?: (() => boolean) | undefined;
   /**
-   * With `prefetch` (a number above 0, or `'auto'`), the turns at the handler the run's leases share: a lease waits, kept alive,
-   * for one, and gives it back as soon as its handler has returned. Without: every lease runs at once.
+   * With `prefetch` (a number above 0, or `'auto'`), the turns at the handler the run's leases
+   * share: a lease waits, kept alive, for one, and gives it back as soon as its handler has
+   * returned. Without: every lease runs at once.
    */
   handlerTurns?: HandlerTurns | undefined;
   /** Told when the lease's handler is about to start (its turn came): the pace `prefetch: 'auto'` follows. */
