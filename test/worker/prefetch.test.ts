@@ -302,32 +302,45 @@ describe('prefetch', () => {
  * Node's) moves `stepMs(job)` at each handler's start, so the pace it measures is the test's;
  * every handler sends its job's qty.
  */
-function pacedWorker(s: Setup, concurrency: number, stepMs: (job: string) => number) {
+function pacedWorker(
+  s: Setup,
+  concurrency: number,
+  stepMs: (job: string) => number,
+  options: { leaseMs?: number; holdFrom?: number } = {},
+) {
   const events: WorkerEvent[] = [];
   const stop = new AbortController();
   let now = Date.now();
   let running = 0;
   const counts = { most: 0 };
+  const ran: string[] = [];
+  let letGo = () => {};
+  const gate = new Promise<void>((resolve) => (letGo = resolve));
   const done = runWorker({
     queueUrl: s.queue.url,
     gatewayUrl: s.gateway.url,
     name: 'w1',
-    leaseMs: 600_000,
+    leaseMs: options.leaseMs ?? 600_000,
     concurrency,
     clock: { now: () => now },
     signal: stop.signal,
     onEvent: (e) => events.push(e),
     handler: async (ctx) => {
       now += stepMs(ctx.lease.id);
+      ran.push(ctx.lease.id);
       counts.most = Math.max(counts.most, (running += 1));
       try {
+        // From the `holdFrom`-th job on, handlers wait for letGo() before they send.
+        if (options.holdFrom !== undefined && ran.length >= options.holdFrom) await gate;
         return (await ctx.send()).outcome;
       } finally {
         running -= 1;
       }
     },
   });
-  return { events, stop, counts, done };
+  const saw = (event: WorkerEvent['event'], job: string) =>
+    events.some((e) => e.event === event && 'job' in e && e.job === job);
+  return { events, stop, counts, done, ran, letGo, saw };
 }
 
 describe("prefetch 'auto'", () => {
@@ -394,6 +407,46 @@ describe("prefetch 'auto'", () => {
       longer.slice(-5).filter((id) => waited.has(id)),
       'long jobs that waited for a turn',
     ).toEqual([]);
+  });
+
+  test('a stalled worker whose leases held ahead are taken over: the waiting ones never run, the running ones send nothing, every other job once', async () => {
+    const s = await setup();
+    const ids = Array.from({ length: 40 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
+    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    // A quick pace (20 leases ahead), then from the 11th job on both handlers hang before their send.
+    const w = pacedWorker(s, 2, () => 1, { leaseMs: 1_500, holdFrom: 11 });
+    const heldNow = () => {
+      const ended = new Set(w.events.flatMap((e) => (e.event === 'finished' || e.event === 'lost' ? [e.job] : [])));
+      return w.events.flatMap((e) => (e.event === 'claimed' && !ended.has(e.job) ? [e.job] : []));
+    };
+    await eventually('two handlers stuck, leases held ahead', () =>
+      w.ran.length === 12 && heldNow().length > 2 ? true : undefined,
+    );
+    const stuck = w.ran.slice(10);
+    const held = heldNow();
+    const waiting = held.filter((id) => !stuck.includes(id));
+    const finished = new Set(w.events.flatMap((e) => (e.event === 'finished' ? [e.job] : [])));
+    expect(finished.size, 'jobs finished before the stall').toBe(10);
+    // The queue's clock passes every lease: another owner takes the held jobs over, under token 2.
+    s.advanceQueueClock(60_000);
+    const thief = await s.client.claimMany('thief', { max: 100, leaseMs: 600_000 });
+    const taken = new Set(thief.map((lease) => lease.id));
+    for (const id of held) expect(taken.has(id), `${id} taken over`).toBe(true);
+    await eventually('every lease held by w1 lost', () => (held.every((id) => w.saw('lost', id)) ? true : undefined));
+    w.letGo();
+    w.stop.abort();
+    const summary = await w.done;
+
+    expect(w.ran.slice(10), 'handlers that ran after the stall').toEqual(stuck);
+    expect(summary).toMatchObject({ finished: 10, lost: held.length });
+    for (const id of waiting) expect(w.saw('turn', id), `${id} got a turn`).toBe(false);
+    for (const id of held) {
+      expect(await s.client.get(id), id).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
+    }
+    // Effects: exactly the jobs w1 finished, once each; nothing under a lost lease.
+    const journal = await s.receiver.journal();
+    expect(journal.map((entry) => entry.jobId).sort()).toEqual([...finished].sort());
+    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
   });
 });
 
