@@ -131,6 +131,10 @@ export function readBatchOffer(
   if (typeof offered !== 'string') return undefined;
   if (offered.trim() === '') return { problem: 'an empty header' };
   const quoted = JSON.stringify(offered);
+  // A URL holds no whitespace; Node.js joins a header sent twice with ", ", which would
+  // otherwise read as one relative URL.
+  if (/\s/.test(offered.trim()))
+    return { problem: `${quoted}, which holds whitespace (a header sent twice is joined with ", ")` };
   let target: URL;
   try {
     target = new URL(offered, endpoint);

@@ -39,7 +39,10 @@ async function downstream(handler: (res: http.ServerResponse, req: http.Incoming
  * A downstream that applies every single request and offers `offer` in Leasehold-Batch; a
  * request anywhere else (the batch target) is answered by `batch`.
  */
-function offering(offer: string, batch: (res: http.ServerResponse) => void = (res) => res.end()): Promise<string> {
+function offering(
+  offer: string | string[],
+  batch: (res: http.ServerResponse) => void = (res) => res.end(),
+): Promise<string> {
   return downstream((res, req) => {
     if (req.url !== '/effects') return batch(res);
     res.writeHead(201, { 'content-type': 'application/json', 'leasehold-batch': offer });
@@ -141,7 +144,7 @@ describe('conform against a broken downstream', () => {
   });
 
   test('a bad Leasehold-Batch offer fails the batch case saying what was offered and why it is unusable', async () => {
-    const offers = ['http://[::1', 'ftp://127.0.0.1/batch', '', 'http://127.0.0.1:1/batch'];
+    const offers = ['http://[::1', 'ftp://127.0.0.1/batch', '', 'http://127.0.0.1:1/batch', ['/b', '/b']];
     const got = [];
     for (const offer of offers) {
       const url = await offering(offer);
@@ -156,6 +159,7 @@ describe('conform against a broken downstream', () => {
       `${expected} "ftp://127.0.0.1/batch", which is not an http: URL`,
       `${expected} an empty header`,
       `${expected} "http://127.0.0.1:1/batch", which is on http://127.0.0.1:1`,
+      `${expected} "/b, /b", which holds whitespace (a header sent twice is joined with ", ")`,
     ]);
   });
 

@@ -1,7 +1,7 @@
 // Faults between the gateway and a downstream that offers batches, played by nock: a batch
 // answered outside the protocol is 502 bad_downstream for each of its sends, never applied; a
 // batch refused as a whole goes again one effect at a time; a batch target on another origin,
-// or an empty one, is never used.
+// an empty one, or one sent twice, is never used.
 import nock from 'nock';
 import request from 'supertest';
 import { describe, expect, test } from 'vitest';
@@ -18,14 +18,14 @@ const applied = (jobId: string, token: number) => ({
   effect: { jobId, key: 'pay', qty: 1, token, appliedAt: 1 },
 });
 
-type Reply = [number, Record<string, unknown>, Record<string, string>];
+type Reply = [number, Record<string, unknown>, Record<string, string | string[]>];
 
 /**
  * The downstream's single route: every request answered applied, offering `offer` as its batch
  * target; the request `holdIndex` (0-based) is held `holdMs` before its answer. `held()` resolves
  * once that request has arrived.
  */
-function singleRoute(offer: string, holdIndex = 1, holdMs = 800) {
+function singleRoute(offer: string | string[], holdIndex = 1, holdMs = 800) {
   let arrived: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (arrived = resolve));
   let n = 0;
@@ -116,6 +116,14 @@ describe('gateway batches: a downstream out of protocol', () => {
 
   test('an empty batch offer is no offer: every effect goes to the endpoint itself, one at a time', async () => {
     const { held, paths } = singleRoute('');
+    const s = await gateway();
+    const { rest } = await sendsWhileHeld(s, held, 3);
+    expect(rest.map((res) => res.body.outcome)).toEqual(['applied', 'applied', 'applied']);
+    expect(paths, 'requests to the endpoint: each send alone').toEqual(Array.from({ length: 5 }, () => '/effects'));
+  });
+
+  test('a batch offer sent twice is no offer (Node.js joins the two with ", "): every effect goes to the endpoint itself', async () => {
+    const { held, paths } = singleRoute(['/effects?batch', '/effects?batch']);
     const s = await gateway();
     const { rest } = await sendsWhileHeld(s, held, 3);
     expect(rest.map((res) => res.body.outcome)).toEqual(['applied', 'applied', 'applied']);
