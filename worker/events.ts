@@ -51,7 +51,8 @@ export type WorkerEventBody =
   | ({ event: 'failed'; error: string; status: JobStatus; runAt: number } & JobRef)
   | ({ event: 'lost'; during: LossDuring; reason: LossReason; current?: CurrentLease; error: string } & JobRef)
   /** The worker stopped and the grace time ran out: the lease was handed back to the queue. */
-  | ({ event: 'released' } & JobRef)
+  /** `waitedMs`: a lease held ahead (`prefetch: 'auto'`) handed back after waiting that long for a turn. */
+  | ({ event: 'released'; waitedMs?: number } & JobRef)
   /** This lease's output folder was created (`path` is relative to the output root). */
   | ({ event: 'output'; path: string } & JobRef)
   /** Generations of the job that can no longer win were removed (`removed`: their tokens). */

@@ -200,6 +200,12 @@ export function claimSize(slots: { concurrency: number; prefetch?: number; runni
 export const AUTO_PREFETCH_HOLD_MS = 20;
 /** With `prefetch: 'auto'`: the handler starts the pace is measured over, the most recent kept. */
 export const AUTO_PREFETCH_SAMPLES = 64;
+/**
+ * With `prefetch: 'auto'`: a lease held ahead that has waited this long for a turn is handed back
+ * (released, its attempt given back). The pace it was claimed at no longer holds (a job far
+ * longer than the ones before it), and another worker may be free to run it now.
+ */
+export const AUTO_PREFETCH_GIVE_BACK_MS = 1_000;
 
 /**
  * `prefetch: 'auto'`: the leases to hold beyond `concurrency`, as many as the handlers start in

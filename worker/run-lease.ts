@@ -14,7 +14,14 @@ import { LeaseKeeper } from './lease-keeper.js';
 import type { HandlerTurns, Turn } from './turns.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
-import { errorMessage, generationPath, jobFolderName, refusalOf, resultWithOutput } from './rules.js';
+import {
+  AUTO_PREFETCH_GIVE_BACK_MS,
+  errorMessage,
+  generationPath,
+  jobFolderName,
+  refusalOf,
+  resultWithOutput,
+} from './rules.js';
 import { failJob, finishJob, releaseJob, type Finished } from './settle.js';
 import type { SendTimes } from './send-times.js';
 import type { ClaimedLease, EffectInput, EffectSender, Handler, JobContext, QueueApi, SendOutcome } from './types.js';
@@ -81,8 +88,9 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
     return none(await releaseJob(keeper, deps));
   }
   keeper.start();
-  const turn = await turnAtHandler(keeper, deps);
-  if (turn === undefined) return none(await handBack(keeper, deps));
+  const waited = await turnAtHandler(keeper, deps);
+  if (waited.turn === undefined) return none(await handBack(keeper, deps, waited.gaveUpAfterMs));
+  const turn = waited.turn;
   deps.started?.();
   const generation = new Generation(keeper, deps);
   let handled: Handled;
@@ -137,30 +145,43 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   return finishJob(keeper, deps, resultWithOutput(result, output), recorded ?? NO_RESULT, wantNext);
 }
 
-/** A lease that ends unfinished: once its keeper has stopped, lost if it was, else released. */
-async function handBack(keeper: LeaseKeeper, deps: RunLeaseDeps): Promise<Finished['outcome']> {
+/**
+ * A lease that ends unfinished: once its keeper has stopped, lost if it was, else released
+ * (`waitedMs`: handed back after waiting that long for a turn).
+ */
+async function handBack(keeper: LeaseKeeper, deps: RunLeaseDeps, waitedMs?: number): Promise<Finished['outcome']> {
   await keeper.stop();
   if (keeper.lost) return { status: 'lost', lease: keeper.lease, error: keeper.lost };
-  return releaseJob(keeper, deps);
+  return releaseJob(keeper, deps, waitedMs);
 }
 
 /**
  * The lease's turn at the handler. Without prefetch every lease has one at once. With it, a lease
  * waits, renewed meanwhile, and says when its turn comes (`turn`); lost while it waits (a renewal
- * refused) or stopped, it gets `undefined`, and is ended or handed back unworked.
+ * refused) or stopped, it gets no turn, and is ended or handed back unworked. With `'auto'`, it
+ * also gets none after AUTO_PREFETCH_GIVE_BACK_MS (`gaveUpAfterMs`), and is handed back.
  */
-async function turnAtHandler(keeper: LeaseKeeper, deps: RunLeaseDeps): Promise<Turn | undefined> {
+async function turnAtHandler(
+  keeper: LeaseKeeper,
+  deps: RunLeaseDeps,
+): Promise<{ turn: Turn | undefined; gaveUpAfterMs?: number }> {
   const turns = deps.handlerTurns;
-  if (!turns) return () => {};
-  if (turns.hasFree) return turns.take(deps.stopSignal, keeper.signal);
-  const { clock } = deps.options;
+  if (!turns) return { turn: () => {} };
+  if (turns.hasFree) return { turn: await turns.take(deps.stopSignal, keeper.signal) };
+  const { clock, timers, prefetch } = deps.options;
   const from = clock.now();
-  const turn = await turns.take(deps.stopSignal, keeper.signal);
+  const late = prefetch === 'auto' ? new AbortController() : undefined;
+  const timer = late && timers.setTimer(() => late.abort(), AUTO_PREFETCH_GIVE_BACK_MS);
+  const turn = await turns.take(deps.stopSignal, keeper.signal, late?.signal);
+  timers.clearTimer(timer);
+  const waitedMs = Math.max(0, clock.now() - from);
   if (turn) {
     const { id, token } = keeper.lease;
-    deps.emit({ event: 'turn', job: id, token, waitedMs: Math.max(0, clock.now() - from) });
+    deps.emit({ event: 'turn', job: id, token, waitedMs });
+    return { turn };
   }
-  return turn;
+  const gaveUp = late?.signal.aborted && !deps.stopSignal?.aborted && !keeper.lost;
+  return gaveUp ? { turn, gaveUpAfterMs: AUTO_PREFETCH_GIVE_BACK_MS } : { turn };
 }
 
 /** The handler's end, or the end of the grace time after a stop, whichever comes first. */

@@ -96,7 +96,8 @@ export async function failJob(keeper: LeaseKeeper, deps: SettleDeps, error: stri
  * Hands the job back unworked: claimable at once, the attempt given back. A release that gets
  * no answer after a few attempts is given up: the lease then simply runs out.
  */
-export async function releaseJob(keeper: LeaseKeeper, deps: SettleDeps): Promise<JobOutcome> {
+/** Hands the lease back; `waitedMs` when it is handed back after waiting that long for a turn (`prefetch: 'auto'`). */
+export async function releaseJob(keeper: LeaseKeeper, deps: SettleDeps, waitedMs?: number): Promise<JobOutcome> {
   const { id, owner, token } = keeper.lease;
   const settled = await settle(
     keeper,
@@ -107,7 +108,8 @@ export async function releaseJob(keeper: LeaseKeeper, deps: SettleDeps): Promise
   );
   if ('lost' in settled) return lostOutcome(keeper, settled, 'release');
   keeper.settled();
-  if ('ok' in settled) deps.emit({ event: 'released', job: id, token });
+  if ('ok' in settled)
+    deps.emit({ event: 'released', job: id, token, ...(waitedMs === undefined ? {} : { waitedMs }) });
   return { status: 'released', lease: keeper.lease, job: 'ok' in settled ? settled.ok : null };
 }
 

@@ -34,7 +34,7 @@ export interface WorkerSummary {
   finished: number;
   failed: number;
   lost: number;
-  /** Leases handed back unfinished when the worker stopped. */
+  /** Leases handed back unfinished: when the worker stopped, or held ahead (`prefetch: 'auto'`) and waiting too long for a turn. */
   released: number;
 }
 

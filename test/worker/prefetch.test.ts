@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { resolveWorkerOptions, runWorker, type WorkerEvent, type WorkerOptions } from '../../worker/index.js';
+import { AUTO_PREFETCH_GIVE_BACK_MS } from '../../worker/rules.js';
 import { HandlerTurns } from '../../worker/turns.js';
 import { queueProxy } from './proxy.js';
 import { eventually, setup, timeline, type Setup } from './setup.js';
@@ -407,6 +408,34 @@ describe("prefetch 'auto'", () => {
       longer.slice(-5).filter((id) => waited.has(id)),
       'long jobs that waited for a turn',
     ).toEqual([]);
+  });
+
+  test('a job far longer than the pace: the leases held ahead behind it are handed back after a second, attempts given back, and every job runs once', async () => {
+    const s = await setup();
+    const ids = Array.from({ length: 30 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
+    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    // One start per ms (20 leases ahead), then the 11th job's handler hangs until letGo().
+    const w = pacedWorker(s, 1, () => 1, { holdFrom: 11 });
+    const handedBack = () => w.events.flatMap((e) => (e.event === 'released' && e.waitedMs !== undefined ? [e] : []));
+    await eventually('leases held ahead handed back', () => (handedBack().length >= 1 ? true : undefined), 10_000);
+    const stuck = w.ran[10]!;
+    w.letGo();
+    await eventually('all jobs done', async () => ((await s.client.stats()).done === 30 ? true : undefined), 30_000);
+    w.stop.abort();
+    const summary = await w.done;
+
+    for (const e of handedBack()) {
+      expect(e, 'a lease handed back after waiting').toMatchObject({ waitedMs: AUTO_PREFETCH_GIVE_BACK_MS });
+      expect(e.job, 'the hung job is not handed back').not.toBe(stuck);
+    }
+    expect(summary).toMatchObject({ finished: 30, released: handedBack().length, lost: 0, failed: 0 });
+    // Each handed back with its attempt given back: claimed again later, done on its first attempt.
+    for (const id of ids) {
+      expect(await s.client.get(id), id).toMatchObject({ status: 'done', attempts: 1, result: 'applied' });
+    }
+    const journal = await s.receiver.journal();
+    expect(journal.map((entry) => entry.jobId).sort()).toEqual(ids);
+    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
   });
 
   test('a stalled worker whose leases held ahead are taken over: the waiting ones never run, the running ones send nothing, every other job once', async () => {
