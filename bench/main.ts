@@ -4,7 +4,7 @@
 import { Command, Option } from 'commander';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { checkOptions, parseWholeNumber, usageErrors } from '../platform/flags.js';
+import { checkOptions, parseAutoOrWholeNumber, parseWholeNumber, usageErrors } from '../platform/flags.js';
 import { analyse } from './analysis.js';
 import { installCounters } from './counting.js';
 import {
@@ -114,7 +114,7 @@ const program = new Command('npm run bench --')
       '--prefetch <n>',
       "with --peers: leases leasehold's worker library and `leasehold worker` hold beyond their concurrency (the worker's prefetch: a whole number, or auto)",
     )
-      .argParser((value: string) => (value === 'auto' ? value : parseWholeNumber(value)))
+      .argParser(parseAutoOrWholeNumber)
       .default('auto'),
   )
   .option(

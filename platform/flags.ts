@@ -125,6 +125,16 @@ export function integerAtLeast(min: number): (value: string) => number {
 export const parsePositiveInt = integerAtLeast(1);
 export const parseWholeNumber = integerAtLeast(0);
 
+/** `auto`, or a whole number (the worker's `--prefetch`, and the benchmark's). */
+export function parseAutoOrWholeNumber(value: string): number | 'auto' {
+  if (value === 'auto') return value;
+  const n = Number(value);
+  if (!DIGITS.test(value) || !Number.isSafeInteger(n)) {
+    throw new InvalidArgumentError(`must be "auto" or a whole number, not ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
 const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 

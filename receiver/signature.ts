@@ -129,11 +129,12 @@ export function readBatchOffer(
   endpoint: URL,
 ): { target: URL } | { problem: string } | undefined {
   if (typeof offered !== 'string') return undefined;
-  if (offered.trim() === '') return { problem: 'an empty header' };
+  const value = offered.trim();
+  if (value === '') return { problem: 'an empty header' };
   const quoted = JSON.stringify(offered);
   // A URL holds no whitespace; Node.js joins a header sent twice with ", ", which would
   // otherwise read as one relative URL.
-  if (/\s/.test(offered.trim()))
+  if (/\s/.test(value))
     return { problem: `${quoted}, which holds whitespace (a header sent twice is joined with ", ")` };
   let target: URL;
   try {

@@ -12,6 +12,7 @@ import {
   integerAtLeast,
   leaseholdCommand,
   logLevelOption,
+  parseAutoOrWholeNumber,
 } from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
 import { onStdoutClosed } from '../platform/service-main.js';
@@ -42,18 +43,6 @@ interface WorkerFlags {
   logLevel: string;
 }
 
-const wholeNumber = integerAtLeast(0);
-
-/** `--prefetch`: `auto`, or a whole number of leases. */
-function autoOrWholeNumber(value: string): number | 'auto' {
-  if (value === 'auto') return value;
-  try {
-    return wholeNumber(value);
-  } catch {
-    throw new InvalidArgumentError(`must be "auto" or a whole number, not ${JSON.stringify(value)}`);
-  }
-}
-
 export function workerCommand(): Command {
   return leaseholdCommand('worker')
     .description(
@@ -80,7 +69,7 @@ export function workerCommand(): Command {
         '--prefetch <n>',
         "leases held beyond --concurrency, each renewed while it waits for a free handler (--concurrency + --prefetch at most 100); 'auto': as many as the handlers start in 20 ms at their recent pace (none while jobs are long)",
       )
-        .argParser(autoOrWholeNumber)
+        .argParser(parseAutoOrWholeNumber)
         .default(WORKER_DEFAULTS.prefetch),
     )
     .addOption(

@@ -88,9 +88,8 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
     return none(await releaseJob(keeper, deps));
   }
   keeper.start();
-  const waited = await turnAtHandler(keeper, deps);
-  if (waited.turn === undefined) return none(await handBack(keeper, deps, waited.gaveUpAfterMs));
-  const turn = waited.turn;
+  const { turn, late } = await turnAtHandler(keeper, deps);
+  if (turn === undefined) return none(await handBack(keeper, deps, late ? AUTO_PREFETCH_GIVE_BACK_MS : undefined));
   deps.started?.();
   const generation = new Generation(keeper, deps);
   let handled: Handled;
@@ -159,12 +158,9 @@ async function handBack(keeper: LeaseKeeper, deps: RunLeaseDeps, waitedMs?: numb
  * The lease's turn at the handler. Without prefetch every lease has one at once. With it, a lease
  * waits, renewed meanwhile, and says when its turn comes (`turn`); lost while it waits (a renewal
  * refused) or stopped, it gets no turn, and is ended or handed back unworked. With `'auto'`, it
- * also gets none after AUTO_PREFETCH_GIVE_BACK_MS (`gaveUpAfterMs`), and is handed back.
+ * also gets none after AUTO_PREFETCH_GIVE_BACK_MS (`late`), and is handed back.
  */
-async function turnAtHandler(
-  keeper: LeaseKeeper,
-  deps: RunLeaseDeps,
-): Promise<{ turn: Turn | undefined; gaveUpAfterMs?: number }> {
+async function turnAtHandler(keeper: LeaseKeeper, deps: RunLeaseDeps): Promise<{ turn?: Turn; late?: boolean }> {
   const turns = deps.handlerTurns;
   if (!turns) return { turn: () => {} };
   if (turns.hasFree) return { turn: await turns.take(deps.stopSignal, keeper.signal) };
@@ -174,14 +170,12 @@ async function turnAtHandler(
   const timer = late && timers.setTimer(() => late.abort(), AUTO_PREFETCH_GIVE_BACK_MS);
   const turn = await turns.take(deps.stopSignal, keeper.signal, late?.signal);
   timers.clearTimer(timer);
-  const waitedMs = Math.max(0, clock.now() - from);
   if (turn) {
     const { id, token } = keeper.lease;
-    deps.emit({ event: 'turn', job: id, token, waitedMs });
+    deps.emit({ event: 'turn', job: id, token, waitedMs: Math.max(0, clock.now() - from) });
     return { turn };
   }
-  const gaveUp = late?.signal.aborted && !deps.stopSignal?.aborted && !keeper.lost;
-  return gaveUp ? { turn, gaveUpAfterMs: AUTO_PREFETCH_GIVE_BACK_MS } : { turn };
+  return { late: late?.signal.aborted === true && !deps.stopSignal?.aborted && !keeper.lost };
 }
 
 /** The handler's end, or the end of the grace time after a stop, whichever comes first. */

@@ -94,9 +94,9 @@ export async function failJob(keeper: LeaseKeeper, deps: SettleDeps, error: stri
 
 /**
  * Hands the job back unworked: claimable at once, the attempt given back. A release that gets
- * no answer after a few attempts is given up: the lease then simply runs out.
+ * no answer after a few attempts is given up: the lease then simply runs out. `waitedMs`: a
+ * lease held ahead (`prefetch: 'auto'`) handed back after waiting that long for a turn.
  */
-/** Hands the lease back; `waitedMs` when it is handed back after waiting that long for a turn (`prefetch: 'auto'`). */
 export async function releaseJob(keeper: LeaseKeeper, deps: SettleDeps, waitedMs?: number): Promise<JobOutcome> {
   const { id, owner, token } = keeper.lease;
   const settled = await settle(

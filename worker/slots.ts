@@ -106,10 +106,9 @@ export class WorkerRun {
   /** Claims for the free slots, one claim at a time; its leases each start a slot. */
   private fill(): void {
     if (this.claiming || this.stop.signal.aborted) return;
-    const { concurrency, prefetch } = this.parts.options;
-    const target = this.prefetch();
-    if (prefetch === 'auto' && !autoPrefetchSlack({ concurrency, target, held: this.slots.size }).claimMore) return;
-    const max = claimSize({ concurrency, prefetch: target, running: this.slots.size, budget: this.budget() });
+    if (this.slack()?.claimMore === false) return;
+    const { concurrency } = this.parts.options;
+    const max = claimSize({ concurrency, prefetch: this.prefetch(), running: this.slots.size, budget: this.budget() });
     if (max === 0) return;
     const received = this.reserve(max);
     this.claiming = this.claimUpTo(max, this.stop.signal)
@@ -144,7 +143,7 @@ export class WorkerRun {
         wantNext: () => {
           if (this.stop.signal.aborted || this.budget() <= 0) return false;
           // Far fewer leases to hold now (`prefetch: 'auto'`, the pace fell): this slot ends with its job.
-          if (this.endsAtPace()) return false;
+          if (this.slack()?.endSlot) return false;
           received = this.reserve(1);
           return true;
         },
@@ -174,21 +173,19 @@ export class WorkerRun {
     return autoPrefetch({ concurrency, starts: this.starts, now: clock.now(), max: MAX_CONCURRENCY - concurrency });
   }
 
-  /** With `prefetch: 'auto'`, whether a slot whose job is done ends rather than claim its next. */
-  private endsAtPace(): boolean {
+  /** With `prefetch: 'auto'`, whether to claim more and whether a slot whose job is done ends; undefined for a fixed prefetch. */
+  private slack(): { claimMore: boolean; endSlot: boolean } | undefined {
     const { concurrency, prefetch } = this.parts.options;
-    if (prefetch !== 'auto') return false;
-    return autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size }).endSlot;
+    if (prefetch !== 'auto') return undefined;
+    return autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size });
   }
 
   /** A handler started: its time joins the pace; when the pace asks for more leases, a claim fills them. */
   private started(): void {
-    const { concurrency, prefetch, clock } = this.parts.options;
-    this.starts.push(clock.now());
+    this.starts.push(this.parts.options.clock.now());
     if (this.starts.length > AUTO_PREFETCH_SAMPLES) this.starts.shift();
-    if (prefetch !== 'auto' || this.claiming) return;
     // Slots whose finishes bring their next jobs never end, so nothing else would claim again.
-    if (autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size }).claimMore) this.wake();
+    if (!this.claiming && this.slack()?.claimMore) this.wake();
   }
 
   private stopping(): void {
