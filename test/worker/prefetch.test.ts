@@ -4,7 +4,13 @@
 // cancelled), never runs its handler. Real queue, gateway and receiver on 127.0.0.1.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
-import { resolveWorkerOptions, runWorker, type WorkerEvent, type WorkerOptions } from '../../worker/index.js';
+import {
+  resolveWorkerOptions,
+  runWorker,
+  type WorkerEvent,
+  type WorkerOptions,
+  type WorkerSummary,
+} from '../../worker/index.js';
 import { AUTO_PREFETCH_GIVE_BACK_MS } from '../../worker/rules.js';
 import { HandlerTurns } from '../../worker/turns.js';
 import { queueProxy } from './proxy.js';
@@ -110,9 +116,7 @@ describe('prefetch', () => {
     for (const id of ids) {
       expect(await s.client.get(id), id).toMatchObject({ status: 'done', attempts: 1, token: 1, result: 'applied' });
     }
-    const journal = await s.receiver.journal();
-    expect(journal.map((entry) => entry.jobId).sort()).toEqual([...ids].sort());
-    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+    await expectAppliedOnce(s, ids);
   });
 
   test('a stop hands back the leases waiting for a turn, unworked and at once; the running handler ends within the grace', async () => {
@@ -298,6 +302,27 @@ describe('prefetch', () => {
   });
 });
 
+/** Enqueues `n` jobs of qty 1, `prefix-01`, `prefix-02`…, in that order (the order they are claimed in). */
+async function enqueueJobs(s: Setup, prefix: string, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${String(i + 1).padStart(2, '0')}`);
+  for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+  return ids;
+}
+
+/** Waits until `n` jobs are done, then stops the worker's run and returns its summary. */
+async function doneThenStop(s: Setup, n: number, w: { stop: AbortController; done: Promise<WorkerSummary> }) {
+  await eventually('all jobs done', async () => ((await s.client.stats()).done === n ? true : undefined), 30_000);
+  w.stop.abort();
+  return w.done;
+}
+
+/** The receiver recorded the effects of exactly `ids`, each applied once. */
+async function expectAppliedOnce(s: Setup, ids: Iterable<string>): Promise<void> {
+  const journal = await s.receiver.journal();
+  expect(journal.map((entry) => entry.jobId).sort(), 'jobs with an effect').toEqual([...ids].sort());
+  expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+}
+
 /**
  * A worker with the default prefetch ('auto') whose clock (its `now` only: its timers are
  * Node's) moves `stepMs(job)` at each handler's start, so the pace it measures is the test's;
@@ -347,16 +372,13 @@ function pacedWorker(
 describe("prefetch 'auto'", () => {
   test('short jobs: leases held ahead as the pace asks, one handler per turn, every job done and sent once', async () => {
     const s = await setup();
-    const ids = Array.from({ length: 60 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
-    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    const ids = await enqueueJobs(s, 'job', 60);
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
     process.on('warning', onWarning);
     // One start per millisecond: 20 leases held ahead (rules.autoPrefetch), once 4 starts are known.
     const w = pacedWorker(s, 2, () => 1);
-    await eventually('all jobs done', async () => ((await s.client.stats()).done === 60 ? true : undefined), 30_000);
-    w.stop.abort();
-    const summary = await w.done;
+    const summary = await doneThenStop(s, 60, w);
     process.off('warning', onWarning);
     // More than 10 leases waiting on the run's signals is by design, not a listener leak.
     expect(warnings, 'process warnings').toEqual([]);
@@ -369,20 +391,15 @@ describe("prefetch 'auto'", () => {
     expect(held, 'leases held at once').toBeLessThanOrEqual(22);
     expect(w.events.filter((e) => e.event === 'turn').length, 'leases that waited for a turn').toBeGreaterThan(0);
     expect(summary).toEqual({ claimed: 60, finished: 60, failed: 0, lost: 0, released: 0 });
-    const journal = await s.receiver.journal();
-    expect(journal.map((entry) => entry.jobId).sort()).toEqual(ids);
-    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+    await expectAppliedOnce(s, ids);
   });
 
   test('long jobs: no lease held beyond concurrency; and once jobs grow long, the leases held ahead run down', async () => {
     const s = await setup();
-    const long = Array.from({ length: 12 }, (_, i) => `long-${String(i + 1).padStart(2, '0')}`);
-    for (const id of long) await s.client.enqueue({ id, qty: 1 });
+    await enqueueJobs(s, 'long', 12);
     // One start a second: a pace of 0.001 per ms holds none.
     const w = pacedWorker(s, 2, () => 1_000);
-    await eventually('all jobs done', async () => ((await s.client.stats()).done === 12 ? true : undefined), 30_000);
-    w.stop.abort();
-    expect(await w.done).toEqual({ claimed: 12, finished: 12, failed: 0, lost: 0, released: 0 });
+    expect(await doneThenStop(s, 12, w)).toEqual({ claimed: 12, finished: 12, failed: 0, lost: 0, released: 0 });
     expect(mostHeld(w.events), 'leases held at once').toBe(2);
     expect(
       w.events.filter((e) => e.event === 'turn'),
@@ -391,14 +408,11 @@ describe("prefetch 'auto'", () => {
 
     // Short jobs first, then long ones: what was held ahead is worked off, and no more is held.
     const s2 = await setup();
-    const short = Array.from({ length: 40 }, (_, i) => `short-${String(i + 1).padStart(2, '0')}`);
+    await enqueueJobs(s2, 'short', 40);
     // More long jobs than the 20 held ahead at the short jobs' pace.
-    const longer = Array.from({ length: 30 }, (_, i) => `long-${String(i + 1).padStart(2, '0')}`);
-    for (const id of [...short, ...longer]) await s2.client.enqueue({ id, qty: 1 });
+    const longer = await enqueueJobs(s2, 'long', 30);
     const w2 = pacedWorker(s2, 2, (job) => (job.startsWith('short') ? 1 : 1_000));
-    await eventually('all jobs done', async () => ((await s2.client.stats()).done === 70 ? true : undefined), 30_000);
-    w2.stop.abort();
-    expect(await w2.done).toEqual({ claimed: 70, finished: 70, failed: 0, lost: 0, released: 0 });
+    expect(await doneThenStop(s2, 70, w2)).toEqual({ claimed: 70, finished: 70, failed: 0, lost: 0, released: 0 });
     expect(mostHeld(w2.events), 'leases held at once').toBeGreaterThan(2);
     // After a few long starts the pace holds none: once the leases held ahead are worked off,
     // the last long jobs are claimed as handlers free up, each starting at once (no turn waited for).
@@ -412,17 +426,14 @@ describe("prefetch 'auto'", () => {
 
   test('a job far longer than the pace: the leases held ahead behind it are handed back after a second, attempts given back, and every job runs once', async () => {
     const s = await setup();
-    const ids = Array.from({ length: 30 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
-    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    const ids = await enqueueJobs(s, 'job', 30);
     // One start per ms (20 leases ahead), then the 11th job's handler hangs until letGo().
     const w = pacedWorker(s, 1, () => 1, { holdFrom: 11 });
     const handedBack = () => w.events.flatMap((e) => (e.event === 'released' && e.waitedMs !== undefined ? [e] : []));
     await eventually('leases held ahead handed back', () => (handedBack().length >= 1 ? true : undefined), 10_000);
     const stuck = w.ran[10]!;
     w.letGo();
-    await eventually('all jobs done', async () => ((await s.client.stats()).done === 30 ? true : undefined), 30_000);
-    w.stop.abort();
-    const summary = await w.done;
+    const summary = await doneThenStop(s, 30, w);
 
     for (const e of handedBack()) {
       expect(e, 'a lease handed back after waiting').toMatchObject({ waitedMs: AUTO_PREFETCH_GIVE_BACK_MS });
@@ -433,15 +444,12 @@ describe("prefetch 'auto'", () => {
     for (const id of ids) {
       expect(await s.client.get(id), id).toMatchObject({ status: 'done', attempts: 1, result: 'applied' });
     }
-    const journal = await s.receiver.journal();
-    expect(journal.map((entry) => entry.jobId).sort()).toEqual(ids);
-    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+    await expectAppliedOnce(s, ids);
   });
 
   test('a stalled worker whose leases held ahead are taken over: the waiting ones never run, the running ones send nothing, every other job once', async () => {
     const s = await setup();
-    const ids = Array.from({ length: 40 }, (_, i) => `job-${String(i + 1).padStart(2, '0')}`);
-    for (const id of ids) await s.client.enqueue({ id, qty: 1 });
+    await enqueueJobs(s, 'job', 40);
     // A quick pace (20 leases ahead), then from the 11th job on both handlers hang before their send.
     const w = pacedWorker(s, 2, () => 1, { leaseMs: 1_500, holdFrom: 11 });
     const heldNow = () => {
@@ -478,9 +486,7 @@ describe("prefetch 'auto'", () => {
       expect(await s.client.get(id), id).toMatchObject({ status: 'leased', owner: 'thief', token: 2 });
     }
     // Effects: exactly the jobs w1 finished, once each; nothing under a lost lease.
-    const journal = await s.receiver.journal();
-    expect(journal.map((entry) => entry.jobId).sort()).toEqual([...finished].sort());
-    expect(new Set(journal.map((entry) => entry.outcome))).toEqual(new Set(['applied']));
+    await expectAppliedOnce(s, finished);
   });
 });
 
