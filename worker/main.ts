@@ -67,7 +67,7 @@ export function workerCommand(): Command {
     .addOption(
       new Option(
         '--prefetch <n>',
-        "leases held beyond --concurrency, each renewed while it waits for a free handler (--concurrency + --prefetch at most 100); 'auto': as many as the handlers start in 20 ms at their recent pace (none while jobs are long)",
+        "leases held beyond --concurrency, each renewed while it waits for a free handler (--concurrency + --prefetch at most 100); 'auto': --concurrency x 20 ms / the handlers' recent time (none while jobs are long)",
       )
         .argParser(parseAutoOrWholeNumber)
         .default(WORKER_DEFAULTS.prefetch),
@@ -150,9 +150,9 @@ export function workerCommand(): Command {
         '--wait-ms (long poll); a finished job brings the next one back in the same request. With --prefetch N,',
         'N more leases are held, each waiting (renewed) for a free handler, so the next job starts while the last',
         'one\'s finish is on its way (a "turn" line when a waiting one starts); a stop hands the waiting ones back',
-        'unworked. The default, --prefetch auto, holds as many as the handlers start in 20 ms at their recent pace:',
-        'many while jobs take a millisecond, none while they take seconds; one that waits a second behind a long job',
-        'is handed back.',
+        'unworked. The default, --prefetch auto, holds as many as the handlers would start in 20 ms, judged by how',
+        'long they recently took: many while jobs take a millisecond, none while they take seconds; one that waits a',
+        'second behind a long job is handed back.',
         '',
         'A lost lease (a renewal, send or finish refused as stale, or no renewal before the lease ends) aborts the',
         'job: nothing more is sent or finished under its token. A job whose handler fails is failed back to the',

@@ -44,8 +44,8 @@ export interface WorkerOptions {
    * handed back unworked when the worker stops. The next job then starts while the last one's
    * finish is on its way, so the queue's commits are shared by more finishes; the cost is that
    * these jobs are held, attempt spent, by a worker that is not yet running them. The default,
-   * `'auto'`, holds as many as the handlers start in 20 ms at their recent pace (rules.autoPrefetch):
-   * many for short jobs, none for long ones. 0 holds none.
+   * `'auto'`, holds as many as the handlers would start in 20 ms, judged by how long they recently
+   * took (rules.autoPrefetch): many for short jobs, none for long ones. 0 holds none.
    */
   prefetch?: number | 'auto';
   /**

@@ -198,45 +198,63 @@ export function claimSize(slots: { concurrency: number; prefetch?: number; runni
 
 /** With `prefetch: 'auto'`: how long a lease held ahead may expect to wait for its turn. */
 export const AUTO_PREFETCH_HOLD_MS = 20;
-/** With `prefetch: 'auto'`: the handler starts the pace is measured over, the most recent kept. */
+/** With `prefetch: 'auto'`: the handler turns the handlers' time is measured over, the most recent kept. */
 export const AUTO_PREFETCH_SAMPLES = 64;
 /**
  * With `prefetch: 'auto'`: a lease held ahead that has waited this long for a turn is handed back
- * (released, its attempt given back). The pace it was claimed at no longer holds (a job far
- * longer than the ones before it), and another worker may be free to run it now.
+ * (released, its attempt given back). The handlers' time it was claimed at no longer holds (a job
+ * far longer than the ones before it), and another worker may be free to run it now. A worker
+ * whose handlers have not started for this long holds none ahead.
  */
 export const AUTO_PREFETCH_GIVE_BACK_MS = 1_000;
 
-/**
- * `prefetch: 'auto'`: the leases to hold beyond `concurrency`, as many as the handlers start in
- * AUTO_PREFETCH_HOLD_MS at their recent pace, within `max`. The pace is measured over `starts`,
- * the clock times of the most recent handler starts (oldest first), up to `now`, so a worker
- * that has been idle or whose jobs have grown long holds fewer. Short jobs, a quick pace: leases
- * held ahead wait a few milliseconds and let finishes share commits. Long jobs: none held. It
- * holds at least `concurrency` or none. Until `2 × concurrency` starts are known (at least 4),
- * or while the clock stands still (a test's manual clock), it holds none.
- */
-export function autoPrefetch(input: {
-  concurrency: number;
-  starts: readonly number[];
-  now: number;
-  max: number;
-}): number {
-  const { concurrency, starts, now, max } = input;
-  if (starts.length < Math.max(4, 2 * concurrency)) return 0;
-  const span = Math.max(now, starts[starts.length - 1]!) - starts[0]!;
-  if (!(span > 0)) return 0;
-  const perMs = (starts.length - 1) / span;
-  const target = Math.floor(perMs * AUTO_PREFETCH_HOLD_MS);
-  // Fewer than `concurrency` held ahead would split the handlers' waves: the few waiting leases
-  // start at once when a wave's handlers return, the rest when their finishes bring their next
-  // jobs, and their sends and finishes then go in two smaller batches instead of one.
-  if (target < concurrency) return 0;
-  return Math.min(max, target);
+/** One handler's turn on the worker's clock: when it started, and when it returned (unset while it runs). */
+export interface HandlerSpan {
+  start: number;
+  end?: number | undefined;
 }
 
 /**
- * `prefetch: 'auto'` follows its target with slack, so a pace that wavers does not turn into
+ * `prefetch: 'auto'`: the leases to hold beyond `concurrency`, as many as the handlers would start
+ * in AUTO_PREFETCH_HOLD_MS if each turn were taken as soon as it is given back: `concurrency` ×
+ * 20 ms ÷ the handlers' mean time, measured over `spans`, the most recent turns (oldest first),
+ * each still running counted up to `now`, within `max`. So a lease held ahead expects to wait
+ * about 20 ms for its turn. Short jobs: many held, and finishes share commits. Long jobs, or one
+ * that runs on: none. The handlers' time, not the pace they started at: without leases held
+ * ahead, a handler starts only once the last one's finish brought its job, so the pace counts
+ * the finishes' round trips too, and would hold none ahead exactly where they pay. It holds at
+ * least `concurrency` (from a target of half of it) or none. Until `2 × concurrency` turns are
+ * known (at least 4), once no handler has started for AUTO_PREFETCH_GIVE_BACK_MS, or while the
+ * clock stands still (a test's manual clock), it holds none.
+ */
+export function autoPrefetch(input: {
+  concurrency: number;
+  spans: readonly HandlerSpan[];
+  now: number;
+  max: number;
+}): number {
+  const { concurrency, spans, now, max } = input;
+  if (spans.length < Math.max(4, 2 * concurrency)) return 0;
+  if (now - spans[spans.length - 1]!.start >= AUTO_PREFETCH_GIVE_BACK_MS) return 0;
+  let busy = 0;
+  for (const { start, end } of spans) busy += Math.max(0, (end ?? now) - start);
+  // A clock of whole milliseconds reads a handler far shorter than one as 0, and one as 1 as
+  // often as its tick falls inside it, so the sum stays true on the whole; every handler read as
+  // 0 while the clock moved means handlers far shorter than a millisecond: as many as allowed.
+  if (!(busy > 0)) return now > spans[0]!.start ? Math.max(0, max) : 0;
+  const target = Math.floor((concurrency * spans.length * AUTO_PREFETCH_HOLD_MS) / busy);
+  // Fewer than `concurrency` held ahead would split the handlers' waves: the few waiting leases
+  // start at once when a wave's handlers return, the rest when their finishes bring their next
+  // jobs, and their sends and finishes then go in two smaller batches instead of one. So a target
+  // from half of `concurrency` up is raised to it (a lease then waits up to about 40 ms), and a
+  // smaller one is none: a handlers' time that wavers about 20 ms does not turn the leases held
+  // ahead on and off.
+  if (2 * target < concurrency) return 0;
+  return Math.min(max, Math.max(concurrency, target));
+}
+
+/**
+ * `prefetch: 'auto'` follows its target with slack, so a target that wavers does not turn into
  * claims of one or two leases and slots ended only to be claimed again: the worker claims more
  * once it holds fewer than `concurrency`, or falls short of `concurrency` + `target` by half the
  * target; and a slot whose job is done ends, claiming no next job, only while more than

@@ -48,8 +48,11 @@ export interface RunLeaseDeps {
    * returned. Without: every lease runs at once.
    */
   handlerTurns?: HandlerTurns | undefined;
-  /** Told when the lease's handler is about to start (its turn came): the pace `prefetch: 'auto'` follows. */
-  started?: (() => void) | undefined;
+  /**
+   * Told when the lease's handler is about to start (its turn came); what it returns is called
+   * when the handler returned: the handlers' time `prefetch: 'auto'` follows.
+   */
+  started?: (() => () => void) | undefined;
 }
 
 /** A failure is kept as `lastError` by the queue; a bounded one always fits its limit. */
@@ -90,7 +93,7 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   keeper.start();
   const { turn, late } = await turnAtHandler(keeper, deps);
   if (turn === undefined) return none(await handBack(keeper, deps, late ? AUTO_PREFETCH_GIVE_BACK_MS : undefined));
-  deps.started?.();
+  const ended = deps.started?.();
   const generation = new Generation(keeper, deps);
   let handled: Handled;
   try {
@@ -101,6 +104,7 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   } finally {
     // The next lease's handler runs while this one's finish is on its way.
     turn();
+    ended?.();
   }
   if (handled.kind === 'grace_over') {
     keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`));

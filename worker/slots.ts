@@ -14,6 +14,7 @@ import {
   claimedEvent,
   claimSize,
   errorMessage,
+  type HandlerSpan,
 } from './rules.js';
 import { runLease, type RunLeaseDeps } from './run-lease.js';
 import { HandlerTurns } from './turns.js';
@@ -65,8 +66,8 @@ export class WorkerRun {
   private wake: () => void = () => {};
   /** With `prefetch`, the `concurrency` turns at the handler that the slots share. */
   private readonly handlerTurns: HandlerTurns | undefined;
-  /** When the most recent handlers started, oldest first: the pace `prefetch: 'auto'` follows. */
-  private readonly starts: number[] = [];
+  /** The most recent handlers' turns, oldest first: the time `prefetch: 'auto'` follows. */
+  private readonly spans: HandlerSpan[] = [];
 
   constructor(
     private readonly parts: RunParts,
@@ -142,7 +143,7 @@ export class WorkerRun {
         started: () => this.started(),
         wantNext: () => {
           if (this.stop.signal.aborted || this.budget() <= 0) return false;
-          // Far fewer leases to hold now (`prefetch: 'auto'`, the pace fell): this slot ends with its job.
+          // Far fewer leases to hold now (`prefetch: 'auto'`, the handlers grew slower): this slot ends with its job.
           if (this.slack()?.endSlot) return false;
           received = this.reserve(1);
           return true;
@@ -166,11 +167,11 @@ export class WorkerRun {
     this.slots.add(slot);
   }
 
-  /** The leases to hold beyond `concurrency` now: the fixed `prefetch`, or what the pace asks for. */
+  /** The leases to hold beyond `concurrency` now: the fixed `prefetch`, or what the handlers' time asks for. */
   private prefetch(): number {
     const { concurrency, prefetch, clock } = this.parts.options;
     if (prefetch !== 'auto') return prefetch;
-    return autoPrefetch({ concurrency, starts: this.starts, now: clock.now(), max: MAX_CONCURRENCY - concurrency });
+    return autoPrefetch({ concurrency, spans: this.spans, now: clock.now(), max: MAX_CONCURRENCY - concurrency });
   }
 
   /** With `prefetch: 'auto'`, whether to claim more and whether a slot whose job is done ends; undefined for a fixed prefetch. */
@@ -180,12 +181,20 @@ export class WorkerRun {
     return autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size });
   }
 
-  /** A handler started: its time joins the pace; when the pace asks for more leases, a claim fills them. */
-  private started(): void {
-    this.starts.push(this.parts.options.clock.now());
-    if (this.starts.length > AUTO_PREFETCH_SAMPLES) this.starts.shift();
+  /**
+   * A handler started: its turn joins the handlers' time, and is ended by the function returned
+   * when the handler returns. When the time asks for more leases, a claim fills them.
+   */
+  private started(): () => void {
+    const { clock } = this.parts.options;
+    const span: HandlerSpan = { start: clock.now() };
+    this.spans.push(span);
+    if (this.spans.length > AUTO_PREFETCH_SAMPLES) this.spans.shift();
     // Slots whose finishes bring their next jobs never end, so nothing else would claim again.
     if (!this.claiming && this.slack()?.claimMore) this.wake();
+    return () => {
+      span.end = clock.now();
+    };
   }
 
   private stopping(): void {

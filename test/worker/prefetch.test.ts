@@ -325,8 +325,9 @@ async function expectAppliedOnce(s: Setup, ids: Iterable<string>): Promise<void>
 
 /**
  * A worker with the default prefetch ('auto') whose clock (its `now` only: its timers are
- * Node's) moves `stepMs(job)` at each handler's start, so the pace it measures is the test's;
- * every handler sends its job's qty.
+ * Node's) moves `stepMs(job)` at each handler's start, so the time it measures each handler to
+ * take is the test's: `stepMs`, plus the steps of the handlers that started while it ran. Every
+ * handler sends its job's qty.
  */
 function pacedWorker(
   s: Setup,
@@ -370,13 +371,14 @@ function pacedWorker(
 }
 
 describe("prefetch 'auto'", () => {
-  test('short jobs: leases held ahead as the pace asks, one handler per turn, every job done and sent once', async () => {
+  test("short jobs: leases held ahead as the handlers' time asks, one handler per turn, every job done and sent once", async () => {
     const s = await setup();
     const ids = await enqueueJobs(s, 'job', 60);
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
     process.on('warning', onWarning);
-    // One start per millisecond: 20 leases held ahead (rules.autoPrefetch), once 4 starts are known.
+    // Handlers of 1 to 2 ms (the other one's step may land while one runs): 2 x 20 ms over
+    // that, 20 to 40 leases held ahead (rules.autoPrefetch), once 4 turns are known.
     const w = pacedWorker(s, 2, () => 1);
     const summary = await doneThenStop(s, 60, w);
     process.off('warning', onWarning);
@@ -385,19 +387,51 @@ describe("prefetch 'auto'", () => {
 
     expect(w.events[0]).toMatchObject({ event: 'started', concurrency: 2, prefetch: 'auto' });
     expect(w.counts.most, 'handlers running at once').toBe(2);
-    // Held ahead: more leases than handlers, never more than 2 + 20.
+    // Held ahead: more leases than handlers, never more than 2 + 40.
     const held = mostHeld(w.events);
     expect(held, 'leases held at once').toBeGreaterThan(2);
-    expect(held, 'leases held at once').toBeLessThanOrEqual(22);
+    expect(held, 'leases held at once').toBeLessThanOrEqual(42);
     expect(w.events.filter((e) => e.event === 'turn').length, 'leases that waited for a turn').toBeGreaterThan(0);
     expect(summary).toEqual({ claimed: 60, finished: 60, failed: 0, lost: 0, released: 0 });
     await expectAppliedOnce(s, ids);
   });
 
+  test('handlers far under a millisecond, each read as 0 ms while the clock moves: leases held ahead all the same', async () => {
+    const s = await setup();
+    await enqueueJobs(s, 'quick', 80);
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    // The worker's clock moves a millisecond at each finish answered: never while a handler runs,
+    // as a real clock of whole milliseconds seldom does for a handler that returns at once.
+    let now = Date.now();
+    const done = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      concurrency: 2,
+      clock: { now: () => now },
+      signal: stop.signal,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.event === 'finished') now += 1;
+      },
+      handler: async () => 'ok',
+    });
+    expect(await doneThenStop(s, 80, { stop, done })).toEqual({
+      claimed: 80,
+      finished: 80,
+      failed: 0,
+      lost: 0,
+      released: 0,
+    });
+    expect(mostHeld(events), 'leases held at once').toBeGreaterThan(2);
+    expect(events.filter((e) => e.event === 'turn').length, 'leases that waited for a turn').toBeGreaterThan(0);
+  });
+
   test('long jobs: no lease held beyond concurrency; and once jobs grow long, the leases held ahead run down', async () => {
     const s = await setup();
     await enqueueJobs(s, 'long', 12);
-    // One start a second: a pace of 0.001 per ms holds none.
+    // Handlers of a second hold none.
     const w = pacedWorker(s, 2, () => 1_000);
     expect(await doneThenStop(s, 12, w)).toEqual({ claimed: 12, finished: 12, failed: 0, lost: 0, released: 0 });
     expect(mostHeld(w.events), 'leases held at once').toBe(2);
@@ -409,12 +443,12 @@ describe("prefetch 'auto'", () => {
     // Short jobs first, then long ones: what was held ahead is worked off, and no more is held.
     const s2 = await setup();
     await enqueueJobs(s2, 'short', 40);
-    // More long jobs than the 20 held ahead at the short jobs' pace.
-    const longer = await enqueueJobs(s2, 'long', 30);
+    // More long jobs than the 40 at most held ahead while the jobs are short.
+    const longer = await enqueueJobs(s2, 'long', 50);
     const w2 = pacedWorker(s2, 2, (job) => (job.startsWith('short') ? 1 : 1_000));
-    expect(await doneThenStop(s2, 70, w2)).toEqual({ claimed: 70, finished: 70, failed: 0, lost: 0, released: 0 });
+    expect(await doneThenStop(s2, 90, w2)).toEqual({ claimed: 90, finished: 90, failed: 0, lost: 0, released: 0 });
     expect(mostHeld(w2.events), 'leases held at once').toBeGreaterThan(2);
-    // After a few long starts the pace holds none: once the leases held ahead are worked off,
+    // Once a long job starts, none is held: once the leases held ahead are worked off,
     // the last long jobs are claimed as handlers free up, each starting at once (no turn waited for).
     const waited = new Set(w2.events.flatMap((e) => (e.event === 'turn' ? [e.job] : [])));
     expect(waited.has('long-01'), 'the first long job was held ahead and waited').toBe(true);
@@ -424,10 +458,10 @@ describe("prefetch 'auto'", () => {
     ).toEqual([]);
   });
 
-  test('a job far longer than the pace: the leases held ahead behind it are handed back after a second, attempts given back, and every job runs once', async () => {
+  test('a job far longer than the ones before: the leases held ahead behind it are handed back after a second, attempts given back, and every job runs once', async () => {
     const s = await setup();
     const ids = await enqueueJobs(s, 'job', 30);
-    // One start per ms (20 leases ahead), then the 11th job's handler hangs until letGo().
+    // Handlers of 1 ms (20 leases ahead), then the 11th job's handler hangs until letGo().
     const w = pacedWorker(s, 1, () => 1, { holdFrom: 11 });
     const handedBack = () => w.events.flatMap((e) => (e.event === 'released' && e.waitedMs !== undefined ? [e] : []));
     await eventually('leases held ahead handed back', () => (handedBack().length >= 1 ? true : undefined), 10_000);
@@ -450,7 +484,7 @@ describe("prefetch 'auto'", () => {
   test('a stalled worker whose leases held ahead are taken over: the waiting ones never run, the running ones send nothing, every other job once', async () => {
     const s = await setup();
     await enqueueJobs(s, 'job', 40);
-    // A quick pace (20 leases ahead), then from the 11th job on both handlers hang before their send.
+    // Handlers of 1 to 2 ms (20 to 40 leases ahead), then from the 11th job on both handlers hang before their send.
     const w = pacedWorker(s, 2, () => 1, { leaseMs: 1_500, holdFrom: 11 });
     const heldNow = () => {
       const ended = new Set(w.events.flatMap((e) => (e.event === 'finished' || e.event === 'lost' ? [e.job] : [])));

@@ -19,9 +19,11 @@ import {
   withDeadReason,
 } from '../../worker/index.js';
 import {
+  AUTO_PREFETCH_GIVE_BACK_MS,
   AUTO_PREFETCH_HOLD_MS,
   autoPrefetch,
   autoPrefetchSlack,
+  type HandlerSpan,
   leaseIsShort,
   nextLeaseState,
   type LeaseState,
@@ -222,39 +224,75 @@ describe('claimSize', () => {
 });
 
 describe("autoPrefetch (prefetch: 'auto')", () => {
-  /** `n` starts `everyMs` apart, from 1000. */
-  const paced = (n: number, everyMs: number) => Array.from({ length: n }, (_, i) => 1_000 + i * everyMs);
+  /** `n` turns of `ms` each, starting `everyMs` apart from 1000; `running` of them, the last, not returned yet. */
+  const turns = (n: number, ms: number, everyMs = ms, running = 0): HandlerSpan[] =>
+    Array.from({ length: n }, (_, i) => {
+      const start = 1_000 + i * everyMs;
+      return i >= n - running ? { start } : { start, end: start + ms };
+    });
+  /** The clock when the last of `spans` started: no time for those still running yet. */
+  const lastStart = (spans: readonly HandlerSpan[]) => spans[spans.length - 1]!.start;
+  const auto = (concurrency: number, spans: HandlerSpan[], options: { now?: number; max?: number } = {}) =>
+    autoPrefetch({
+      concurrency,
+      spans,
+      now: options.now ?? lastStart(spans),
+      max: options.max ?? 100 - concurrency,
+    });
 
-  test('as many leases as the handlers start in 20 ms at their pace, within max', () => {
+  test('concurrency x 20 ms / the handlers mean time, within max', () => {
     expect(AUTO_PREFETCH_HOLD_MS).toBe(20);
-    // 17 starts over 16 ms: one per ms, 20 held ahead.
-    const starts = paced(17, 1);
-    expect(autoPrefetch({ concurrency: 8, starts, now: 1_016, max: 92 })).toBe(20);
-    expect(autoPrefetch({ concurrency: 8, starts, now: 1_016, max: 5 })).toBe(5);
-    // 4 starts 10 ms apart: 3 in 30 ms, 0.1 per ms, 2 held ahead; at 20 ms apart, exactly 1.
-    expect(autoPrefetch({ concurrency: 1, starts: paced(4, 10), now: 1_030, max: 99 })).toBe(2);
-    expect(autoPrefetch({ concurrency: 1, starts: paced(4, 20), now: 1_060, max: 99 })).toBe(1);
-    // Just slower than one start per 20 ms: none.
-    expect(autoPrefetch({ concurrency: 1, starts: paced(4, 21), now: 1_063, max: 99 })).toBe(0);
+    // Handlers of 1 ms: 8 x 20 held ahead, within max.
+    expect(auto(8, turns(16, 1))).toBe(92);
+    expect(auto(8, turns(16, 1), { max: 30 })).toBe(30);
+    expect(auto(1, turns(4, 1))).toBe(20);
+    // 4 handlers of 10 ms: 8 turns free up per 20 ms.
+    expect(auto(4, turns(8, 10))).toBe(8);
+    // Exactly 20 ms for one handler: one; just longer: none.
+    expect(auto(1, turns(4, 20))).toBe(1);
+    expect(auto(1, turns(4, 21))).toBe(0);
   });
 
-  test('long jobs, an idle spell, or too few starts known: none held ahead', () => {
-    // One start a second: none.
-    expect(autoPrefetch({ concurrency: 2, starts: paced(64, 1_000), now: 64_000, max: 98 })).toBe(0);
-    // A quick pace, then idle: measured up to now, it fades (20 at once, 2 after 150 ms, 0 after 300).
-    const starts = paced(17, 1);
-    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016, max: 98 })).toBe(20);
-    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 144, max: 98 })).toBe(2);
-    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 300, max: 98 })).toBe(0);
-    // At least concurrency, or none: 1.6 per 20 ms is none for 2 handlers, one for 1.
-    expect(autoPrefetch({ concurrency: 2, starts, now: 1_016 + 184, max: 98 })).toBe(0);
-    expect(autoPrefetch({ concurrency: 1, starts, now: 1_016 + 184, max: 99 })).toBe(1);
-    // Fewer than 2 x concurrency starts (at least 4): none yet.
-    expect(autoPrefetch({ concurrency: 8, starts: paced(15, 1), now: 1_014, max: 92 })).toBe(0);
-    expect(autoPrefetch({ concurrency: 8, starts: paced(16, 1), now: 1_015, max: 92 })).toBe(20);
-    expect(autoPrefetch({ concurrency: 1, starts: paced(3, 1), now: 1_002, max: 99 })).toBe(0);
-    // A clock standing still (a test's manual clock) measures no pace.
-    expect(autoPrefetch({ concurrency: 1, starts: [5, 5, 5, 5, 5], now: 5, max: 99 })).toBe(0);
+  test('the time handlers take, not the pace they start at: starts far apart (finishes in between) hold as many', () => {
+    // 8 handlers of 12 ms whose next jobs come 10 ms after they return: 22 ms between starts,
+    // fewer than 8 starts per 20 ms, yet 13 turns free up per 20 ms once leases wait for them.
+    expect(auto(8, turns(16, 12, 22))).toBe(13);
+  });
+
+  test('at least concurrency or none: from half of concurrency up, raised to it', () => {
+    // 8 handlers of 40 ms: a target of 4, raised to 8; of 41 ms: 3, none.
+    expect(auto(8, turns(16, 40))).toBe(8);
+    expect(auto(8, turns(16, 41))).toBe(0);
+    // 2 handlers of 40 ms: 1, raised to 2; of 41: 0.
+    expect(auto(2, turns(4, 40))).toBe(2);
+    expect(auto(2, turns(4, 41))).toBe(0);
+  });
+
+  test('long jobs, one that runs on, an idle second, too few turns known or a still clock: none held ahead', () => {
+    // Jobs of a second.
+    expect(auto(2, turns(64, 1_000))).toBe(0);
+    // 1 ms jobs, and the last one running: counted up to now, it soon outweighs the others
+    // (4 x 20 ms over 3, 23, then 83 ms).
+    const spans = turns(4, 1, 1, 1);
+    expect(auto(1, spans, { now: lastStart(spans) })).toBe(26);
+    expect(auto(1, spans, { now: lastStart(spans) + 20 })).toBe(3);
+    expect(auto(1, spans, { now: lastStart(spans) + 80 })).toBe(0);
+    // No handler started for a second: none; just before: as before.
+    const idle = turns(16, 1);
+    expect(AUTO_PREFETCH_GIVE_BACK_MS).toBe(1_000);
+    expect(auto(2, idle, { now: lastStart(idle) + 999 })).toBe(40);
+    expect(auto(2, idle, { now: lastStart(idle) + 1_000 })).toBe(0);
+    // Fewer than 2 x concurrency turns (at least 4): none yet.
+    expect(auto(8, turns(15, 1))).toBe(0);
+    expect(auto(8, turns(16, 1))).toBe(92);
+    expect(auto(1, turns(3, 1))).toBe(0);
+    // A clock standing still (a test's manual clock) measures no time.
+    expect(auto(1, turns(5, 0, 0))).toBe(0);
+  });
+
+  test('handlers far under the clock millisecond, each read as 0 while the clock moved: as many as allowed', () => {
+    expect(auto(8, turns(16, 0, 1))).toBe(92);
+    expect(auto(1, turns(4, 0, 1), { max: 10 })).toBe(10);
   });
 });
 
