@@ -223,17 +223,21 @@ export interface HandlerSpan {
  * that runs on: none. The handlers' time, not the pace they started at: without leases held
  * ahead, a handler starts only once the last one's finish brought its job, so the pace counts
  * the finishes' round trips too, and would hold none ahead exactly where they pay. It holds at
- * least `concurrency` (from a target of half of it) or none. Until `2 × concurrency` turns are
- * known (at least 4), once no handler has started for AUTO_PREFETCH_GIVE_BACK_MS, or while the
- * clock stands still (a test's manual clock), it holds none.
+ * least `concurrency` or none: it starts from a target of `concurrency` and, once `holding`
+ * (its last answer was above 0), keeps `concurrency` down to a target of half of it. Until
+ * `2 × concurrency` turns are known (at least 4), once no handler has started for
+ * AUTO_PREFETCH_GIVE_BACK_MS, or while the clock stands still (a test's manual clock), it holds
+ * none.
  */
 export function autoPrefetch(input: {
   concurrency: number;
   spans: readonly HandlerSpan[];
   now: number;
   max: number;
+  /** Whether the worker holds leases ahead now: the last answer was above 0. */
+  holding?: boolean;
 }): number {
-  const { concurrency, spans, now, max } = input;
+  const { concurrency, spans, now, max, holding = false } = input;
   if (spans.length < Math.max(4, 2 * concurrency)) return 0;
   if (now - spans[spans.length - 1]!.start >= AUTO_PREFETCH_GIVE_BACK_MS) return 0;
   let busy = 0;
@@ -246,10 +250,10 @@ export function autoPrefetch(input: {
   // Fewer than `concurrency` held ahead would split the handlers' waves: the few waiting leases
   // start at once when a wave's handlers return, the rest when their finishes bring their next
   // jobs, and their sends and finishes then go in two smaller batches instead of one. So a target
-  // from half of `concurrency` up is raised to it (a lease then waits up to about 40 ms), and a
-  // smaller one is none: a handlers' time that wavers about 20 ms does not turn the leases held
-  // ahead on and off.
-  if (2 * target < concurrency) return 0;
+  // under `concurrency` is none; but once leases are held ahead, one from half of `concurrency`
+  // up is raised to it (a lease then waits up to about 40 ms), so that a handlers' time that
+  // wavers about 20 ms does not turn them on and off.
+  if (holding ? 2 * target < concurrency : target < concurrency) return 0;
   return Math.min(max, Math.max(concurrency, target));
 }
 

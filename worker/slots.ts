@@ -68,6 +68,8 @@ export class WorkerRun {
   private readonly handlerTurns: HandlerTurns | undefined;
   /** The most recent handlers' turns, oldest first: the time `prefetch: 'auto'` follows. */
   private readonly spans: HandlerSpan[] = [];
+  /** With `prefetch: 'auto'`: whether the last target was above 0 (leases are held ahead). */
+  private holding = false;
 
   constructor(
     private readonly parts: RunParts,
@@ -171,7 +173,15 @@ export class WorkerRun {
   private prefetch(): number {
     const { concurrency, prefetch, clock } = this.parts.options;
     if (prefetch !== 'auto') return prefetch;
-    return autoPrefetch({ concurrency, spans: this.spans, now: clock.now(), max: MAX_CONCURRENCY - concurrency });
+    const target = autoPrefetch({
+      concurrency,
+      spans: this.spans,
+      now: clock.now(),
+      max: MAX_CONCURRENCY - concurrency,
+      holding: this.holding,
+    });
+    this.holding = target > 0;
+    return target;
   }
 
   /** With `prefetch: 'auto'`, whether to claim more and whether a slot whose job is done ends; undefined for a fixed prefetch. */

@@ -232,12 +232,17 @@ describe("autoPrefetch (prefetch: 'auto')", () => {
     });
   /** The clock when the last of `spans` started: no time for those still running yet. */
   const lastStart = (spans: readonly HandlerSpan[]) => spans[spans.length - 1]!.start;
-  const auto = (concurrency: number, spans: HandlerSpan[], options: { now?: number; max?: number } = {}) =>
+  const auto = (
+    concurrency: number,
+    spans: HandlerSpan[],
+    options: { now?: number; max?: number; holding?: boolean } = {},
+  ) =>
     autoPrefetch({
       concurrency,
       spans,
       now: options.now ?? lastStart(spans),
       max: options.max ?? 100 - concurrency,
+      holding: options.holding ?? false,
     });
 
   test('concurrency x 20 ms / the handlers mean time, within max', () => {
@@ -259,13 +264,21 @@ describe("autoPrefetch (prefetch: 'auto')", () => {
     expect(auto(8, turns(16, 12, 22))).toBe(13);
   });
 
-  test('at least concurrency or none: from half of concurrency up, raised to it', () => {
-    // 8 handlers of 40 ms: a target of 4, raised to 8; of 41 ms: 3, none.
-    expect(auto(8, turns(16, 40))).toBe(8);
-    expect(auto(8, turns(16, 41))).toBe(0);
-    // 2 handlers of 40 ms: 1, raised to 2; of 41: 0.
-    expect(auto(2, turns(4, 40))).toBe(2);
-    expect(auto(2, turns(4, 41))).toBe(0);
+  test('at least concurrency or none: from concurrency up; once holding, from half of it up, raised to it', () => {
+    // 8 handlers of 20 ms: a target of 8; of 21 ms: 7, none.
+    expect(auto(8, turns(16, 20))).toBe(8);
+    expect(auto(8, turns(16, 21))).toBe(0);
+    // Holding already: 8 handlers of 21 ms keep 8 ahead, and of 40 ms (a target of 4) too; of 41 ms (3), none.
+    expect(auto(8, turns(16, 21), { holding: true })).toBe(8);
+    expect(auto(8, turns(16, 40), { holding: true })).toBe(8);
+    expect(auto(8, turns(16, 41), { holding: true })).toBe(0);
+    // 2 handlers: of 20 ms, 2; of 21, none; holding, of 40 ms (1) still 2, of 41 none.
+    expect(auto(2, turns(4, 20))).toBe(2);
+    expect(auto(2, turns(4, 21))).toBe(0);
+    expect(auto(2, turns(4, 40), { holding: true })).toBe(2);
+    expect(auto(2, turns(4, 41), { holding: true })).toBe(0);
+    // Above the band, holding changes nothing.
+    expect(auto(8, turns(16, 1), { holding: true })).toBe(auto(8, turns(16, 1)));
   });
 
   test('long jobs, one that runs on, an idle second, too few turns known or a still clock: none held ahead', () => {
