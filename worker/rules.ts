@@ -224,7 +224,7 @@ export interface HandlerSpan {
  * ahead, a handler starts only once the last one's finish brought its job, so the pace counts
  * the finishes' round trips too, and would hold none ahead exactly where they pay. It holds at
  * least `concurrency` or none: it starts from a target of `concurrency` and, once `holding`
- * (its last answer was above 0), keeps `concurrency` down to a target of half of it. Until
+ * (leases are held ahead), keeps `concurrency` down to a target of half of it. Until
  * `2 × concurrency` turns are known (at least 4), once no handler has started for
  * AUTO_PREFETCH_GIVE_BACK_MS, or while the clock stands still (a test's manual clock), it holds
  * none.
@@ -234,19 +234,19 @@ export function autoPrefetch(input: {
   spans: readonly HandlerSpan[];
   now: number;
   max: number;
-  /** Whether the worker holds leases ahead now: the last answer was above 0. */
+  /** Whether the worker holds leases ahead now: more than `concurrency`. */
   holding?: boolean;
 }): number {
   const { concurrency, spans, now, max, holding = false } = input;
   if (spans.length < Math.max(4, 2 * concurrency)) return 0;
   if (now - spans[spans.length - 1]!.start >= AUTO_PREFETCH_GIVE_BACK_MS) return 0;
+  if (!(now > spans[0]!.start)) return 0; // a clock standing still measures no time
   let busy = 0;
   for (const { start, end } of spans) busy += Math.max(0, (end ?? now) - start);
   // A clock of whole milliseconds reads a handler far shorter than one as 0, and one as 1 as
   // often as its tick falls inside it, so the sum stays true on the whole; every handler read as
   // 0 while the clock moved means handlers far shorter than a millisecond: as many as allowed.
-  if (!(busy > 0)) return now > spans[0]!.start ? Math.max(0, max) : 0;
-  const target = Math.floor((concurrency * spans.length * AUTO_PREFETCH_HOLD_MS) / busy);
+  const target = busy > 0 ? Math.floor((concurrency * spans.length * AUTO_PREFETCH_HOLD_MS) / busy) : Infinity;
   // Fewer than `concurrency` held ahead would split the handlers' waves: the few waiting leases
   // start at once when a wave's handlers return, the rest when their finishes bring their next
   // jobs, and their sends and finishes then go in two smaller batches instead of one. So a target

@@ -68,8 +68,6 @@ export class WorkerRun {
   private readonly handlerTurns: HandlerTurns | undefined;
   /** The most recent handlers' turns, oldest first: the time `prefetch: 'auto'` follows. */
   private readonly spans: HandlerSpan[] = [];
-  /** With `prefetch: 'auto'`: whether the last target was above 0 (leases are held ahead). */
-  private holding = false;
 
   constructor(
     private readonly parts: RunParts,
@@ -109,9 +107,10 @@ export class WorkerRun {
   /** Claims for the free slots, one claim at a time; its leases each start a slot. */
   private fill(): void {
     if (this.claiming || this.stop.signal.aborted) return;
-    if (this.slack()?.claimMore === false) return;
+    const prefetch = this.prefetch();
+    if (this.slack(prefetch)?.claimMore === false) return;
     const { concurrency } = this.parts.options;
-    const max = claimSize({ concurrency, prefetch: this.prefetch(), running: this.slots.size, budget: this.budget() });
+    const max = claimSize({ concurrency, prefetch, running: this.slots.size, budget: this.budget() });
     if (max === 0) return;
     const received = this.reserve(max);
     this.claiming = this.claimUpTo(max, this.stop.signal)
@@ -173,22 +172,20 @@ export class WorkerRun {
   private prefetch(): number {
     const { concurrency, prefetch, clock } = this.parts.options;
     if (prefetch !== 'auto') return prefetch;
-    const target = autoPrefetch({
+    return autoPrefetch({
       concurrency,
       spans: this.spans,
       now: clock.now(),
       max: MAX_CONCURRENCY - concurrency,
-      holding: this.holding,
+      holding: this.slots.size > concurrency,
     });
-    this.holding = target > 0;
-    return target;
   }
 
   /** With `prefetch: 'auto'`, whether to claim more and whether a slot whose job is done ends; undefined for a fixed prefetch. */
-  private slack(): { claimMore: boolean; endSlot: boolean } | undefined {
+  private slack(target = this.prefetch()): { claimMore: boolean; endSlot: boolean } | undefined {
     const { concurrency, prefetch } = this.parts.options;
     if (prefetch !== 'auto') return undefined;
-    return autoPrefetchSlack({ concurrency, target: this.prefetch(), held: this.slots.size });
+    return autoPrefetchSlack({ concurrency, target, held: this.slots.size });
   }
 
   /**
