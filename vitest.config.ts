@@ -28,6 +28,7 @@ const TEST_LAYERS = {
     'test/platform/database-conditions.test.ts',
     'test/platform/postgres-writes.test.ts',
     'test/queue/sqlite-plan.test.ts',
+    'test/queue/sqlite-lease-checks.test.ts',
     'test/queue/sql-entry.test.ts',
     'test/queue/sql-rules.test.ts',
     'test/queue/claim-statements.test.ts',

@@ -1,7 +1,8 @@
 // The one way leasehold opens SQLite, shared by the queue's and the receiver's stores so both
 // keep the same durability settings: one connection (sqlite-connection.ts) with the rollback
 // journal or WAL, synchronous=FULL and a busy timeout, on the public APIs of `sqlite3` and knex.
-// knex runs migrations, schema and reads. Writes go through one group committer, so writes that
+// knex runs migrations, schema and reads; in WAL a second connection, that only reads, serves the
+// reads that must not wait behind a write transaction (`reads`). Writes go through one group committer, so writes that
 // arrive together share one transaction and its one fsync, in one of two kinds:
 //
 // - `write`: the stores' own statements, prepared once and sent straight to the driver inside
@@ -56,6 +57,14 @@ export interface SqliteDatabase {
   /** knex on the same connection: migrations, schema, reads, and `on('query')` for every statement. */
   readonly knex: Knex;
   /**
+   * knex for reads that need not wait for a write transaction to end. In WAL on a file, a second
+   * connection that only reads (`query_only`): WAL lets it run beside the writer, and it sees
+   * every transaction committed before the read began, none still open. Else `knex` itself: in
+   * the rollback journal a reader's lock would hold up the writer's COMMIT, and `:memory:` has one
+   * connection.
+   */
+  readonly reads: Knex;
+  /**
    * Runs `work` in a `BEGIN IMMEDIATE` transaction on prepared statements, possibly together with
    * other writes (group commit). Each transaction hands its writes a new executor.
    */
@@ -91,14 +100,16 @@ export function openSqlite(options: SqliteOptions): SqliteDatabase {
     filename: options.filename,
     setup: `PRAGMA journal_mode = ${journalMode}; PRAGMA synchronous = FULL; PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA foreign_keys = ON;`,
   });
-  const knex = knexFactory({
-    client: 'sqlite3',
-    connectionPool: connection.asKnexPool(),
-    useNullAsDefault: true,
-    // As in openPostgres: knex would print warnings on stdout, the services' "listening on"
-    // line's channel; each error also rejects the query it belongs to.
-    log: { warn: () => {}, error: () => {}, debug: () => {}, deprecate: () => {} },
-  });
+  const knex = knexOn(connection);
+  // Opened on first read, by then migrated (and in WAL: the mode is kept in the file).
+  const reader =
+    journalMode === 'WAL' && options.filename !== ':memory:'
+      ? new SqliteConnection({
+          filename: options.filename,
+          setup: `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA query_only = ON;`,
+        })
+      : undefined;
+  const reads = reader ? knexOn(reader) : knex;
 
   /** Prepared statements on the held connection, announced as knex's own are to `knex.on('query')`. */
   const executorOn = (db: Database): SqliteExecutor => ({
@@ -150,12 +161,32 @@ export function openSqlite(options: SqliteOptions): SqliteDatabase {
         return work(trx);
       }, 'knex'),
     commitStats: () => committer.stats(),
-    onStatement: (listener) => connection.onStatement(listener),
+    reads,
+    onStatement: (listener) => {
+      const offs = [connection, reader].map((one) => one?.onStatement(listener));
+      return () => offs.forEach((off) => off?.());
+    },
     async close() {
+      if (reader) {
+        await reads.destroy();
+        await reader.close();
+      }
       await knex.destroy();
       await connection.close();
     },
   };
+}
+
+/** knex over `connection`, lent as its one-connection pool. */
+function knexOn(connection: SqliteConnection): Knex {
+  return knexFactory({
+    client: 'sqlite3',
+    connectionPool: connection.asKnexPool(),
+    useNullAsDefault: true,
+    // As in openPostgres: knex would print warnings on stdout, the services' "listening on"
+    // line's channel; each error also rejects the query it belongs to.
+    log: { warn: () => {}, error: () => {}, debug: () => {}, deprecate: () => {} },
+  });
 }
 
 /**

@@ -31,6 +31,12 @@ export interface Dialect {
    * it commits, without a round trip of its own (PostgreSQL); undefined where no other process listens.
    */
   readonly notifyChannel?: string;
+  /**
+   * Where lease checks (`verify`) read, when not on the store's knex: a connection that reads
+   * beside the writer's open transaction and sees what committed before the read began (SQLite
+   * in WAL). PostgreSQL's pool reads beside its writes already.
+   */
+  readonly reads?: Knex;
   /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */
   now(executor: Executor): Promise<number>;
   /** True when the queue's clock is the database server's, which a read can take in its own statement. */

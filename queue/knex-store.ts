@@ -191,7 +191,8 @@ export class KnexQueueStore implements QueueStore {
    * have thrown for it, in the order asked.
    */
   verifyMany(presented: ReadonlyArray<Presented & { id: string }>): Promise<Array<Lease | QueueError>> {
-    const { dialect, knex } = this;
+    const { dialect } = this;
+    const knex = dialect.reads ?? this.knex;
     return verifyManyIn(
       knex,
       dialect.sql,
