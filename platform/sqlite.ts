@@ -2,8 +2,9 @@
 // keep the same durability settings: one connection (sqlite-connection.ts) with the rollback
 // journal or WAL, synchronous=FULL and a busy timeout, on the public APIs of `sqlite3` and knex.
 // knex runs migrations, schema and reads; in WAL a second connection, that only reads, serves the
-// reads that must not wait behind a write transaction (`reads`). Writes go through one group committer, so writes that
-// arrive together share one transaction and its one fsync, in one of two kinds:
+// reads that must not wait behind a write transaction (`reads`). Writes go through one group
+// committer, so writes that arrive together share one transaction and its one fsync, in one of
+// two kinds:
 //
 // - `write`: the stores' own statements, prepared once and sent straight to the driver inside
 //   `BEGIN IMMEDIATE` ... `COMMIT`. knex's query machinery cost about a tenth of a claim + finish

@@ -187,7 +187,8 @@ export class KnexQueueStore implements QueueStore {
 
   /**
    * `verify` for several leases at once: the rows, and on PostgreSQL the server's clock, read by
-   * one statement (sql/verify.ts); each answer is the lease, or the QueueError `verify` would
+   * one statement (sql/verify.ts), on the dialect's `reads` where it has one (SQLite in WAL: not
+   * behind an open write transaction); each answer is the lease, or the QueueError `verify` would
    * have thrown for it, in the order asked.
    */
   verifyMany(presented: ReadonlyArray<Presented & { id: string }>): Promise<Array<Lease | QueueError>> {
