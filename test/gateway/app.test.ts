@@ -250,6 +250,27 @@ describe('gateway: refusing before anything is forwarded', () => {
   });
 });
 
+describe('gateway: a queue in WAL, whose lease checks read on a connection of their own', () => {
+  test('a stale worker is refused, the holder goes through, and a finish the queue answered is seen by the next check', async () => {
+    const { app, receiver, leased, claim, clock, queueClient } = await setup({ queueJournal: 'wal' });
+    const old = await leased('job-1', 5, 'w1', 1_000);
+    clock.advance(1_000);
+    const current = await claim('w2');
+
+    const stale = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: old.token, qty: 5 });
+    expectError(stale, 409, 'stale_lease');
+    expect(stale.body.error.reason).toBe('token_mismatch');
+    const ok = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w2', token: current.token, qty: 5 });
+    expect(ok.body).toMatchObject({ outcome: 'applied', effect: { token: current.token } });
+
+    await queueClient.finish('job-1', { owner: 'w2', token: current.token });
+    const after = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w2', token: current.token, qty: 5 });
+    expectError(after, 409, 'stale_lease');
+    expect(after.body.error.current).toMatchObject({ status: 'done' });
+    expect((await receiver.journal()).map((e) => [e.token, e.outcome])).toEqual([[current.token, 'applied']]);
+  });
+});
+
 describe('gateway: signatures', () => {
   test('with the same secret on both, forwarded requests are signed and accepted', async () => {
     const { app, receiver, leased } = await setup({ gateway: { secret: 's3cret' }, receiverSecret: 's3cret' });

@@ -2,6 +2,7 @@
 // in this process, the gateway app in front of them, all closed after each test.
 import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
+import type { SqliteJournal } from '../../platform/sqlite.js';
 import { QueueClient } from '../../queue/client.js';
 import { startQueue, type QueueService } from '../../queue/service.js';
 import type { Lease } from '../../queue/types.js';
@@ -27,6 +28,8 @@ export interface SetupOptions {
   gateway?: Partial<GatewayOptions>;
   /** The receiver's secret (the gateway's is `gateway.secret`). */
   receiverSecret?: string;
+  /** The queue's SQLite journal (default `delete`). */
+  queueJournal?: SqliteJournal;
 }
 
 export interface Setup {
@@ -45,7 +48,11 @@ export interface Setup {
 export async function setup(options: SetupOptions = {}): Promise<Setup> {
   const dir = tempDir('leasehold-gateway-');
   const clock = fakeClock(Date.now());
-  const queue = await startQueue({ db: join(dir, 'queue.sqlite'), clock });
+  const queue = await startQueue({
+    db: join(dir, 'queue.sqlite'),
+    clock,
+    ...(options.queueJournal ? { journal: options.queueJournal } : {}),
+  });
   closeAfterTest(() => queue.close());
   const receiver = await startReceiver({
     db: join(dir, 'receiver.sqlite'),
