@@ -32,9 +32,9 @@ export interface Dialect {
    */
   readonly notifyChannel?: string;
   /**
-   * Where lease checks (`verify`) read, when not on the store's knex: a connection that reads
-   * beside the writer's open transaction and sees what committed before the read began (SQLite
-   * in WAL). PostgreSQL's pool reads beside its writes already.
+   * Where lease checks (`verify`) read; the store's knex when left out. SQLite in WAL gives a
+   * connection that reads beside the writer's open transaction and sees what committed before the
+   * read began. PostgreSQL's pool reads beside its writes already.
    */
   readonly reads?: Knex;
   /** The queue's clock, read on the executor (the database server's clock on PostgreSQL). */

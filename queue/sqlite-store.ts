@@ -44,9 +44,9 @@ export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: nu
   return {
     sql: 'sqlite',
     serverClock: false,
-    // In WAL, a lease check does not wait for the write transaction on the store's connection
-    // (a batch of finishes and its fsync) to end.
-    ...(db.reads === db.knex ? {} : { reads: db.reads }),
+    // In WAL, a second connection: a lease check does not wait for the write transaction on the
+    // store's connection (a batch of finishes and its fsync) to end. Else the store's own.
+    reads: db.reads,
     commitStats: () => db.commitStats(),
     // Writes that arrive while one transaction runs share the next one (group commit).
     write: (_knex, work) => db.write((executor) => work(executor, nowIn(executor))),

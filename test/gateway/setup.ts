@@ -48,11 +48,7 @@ export interface Setup {
 export async function setup(options: SetupOptions = {}): Promise<Setup> {
   const dir = tempDir('leasehold-gateway-');
   const clock = fakeClock(Date.now());
-  const queue = await startQueue({
-    db: join(dir, 'queue.sqlite'),
-    clock,
-    ...(options.queueJournal ? { journal: options.queueJournal } : {}),
-  });
+  const queue = await startQueue({ db: join(dir, 'queue.sqlite'), clock, journal: options.queueJournal });
   closeAfterTest(() => queue.close());
   const receiver = await startReceiver({
     db: join(dir, 'receiver.sqlite'),

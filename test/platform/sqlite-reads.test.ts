@@ -4,6 +4,7 @@
 import { describe, expect, onTestFinished, test } from 'vitest';
 import { join } from 'node:path';
 import { openSqlite, type SqliteDatabase, type SqliteJournal } from '../../platform/sqlite.js';
+import { holdWrite } from '../helpers/sqlite-lock.js';
 import { tempDir } from '../helpers/tmp.js';
 
 async function opened(journal: SqliteJournal, filename?: string): Promise<SqliteDatabase> {
@@ -21,23 +22,11 @@ describe('reads in WAL', () => {
   test('answer while a write transaction is open, and see only what committed before them', async () => {
     const db = await opened('wal');
     expect(db.reads, 'in WAL, reads go to a connection of their own').not.toBe(db.knex);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    let inserted!: () => void;
-    const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
-    let committed = false;
-    const write = db
-      .write(async (executor) => {
-        await executor.raw('INSERT INTO rows VALUES (2)', []);
-        inserted();
-        await gate;
-      })
-      .then(() => (committed = true));
-    await insertedYet;
+    const write = await holdWrite(db, (executor) => executor.raw('INSERT INTO rows VALUES (2)', []));
+    onTestFinished(() => write.end());
     expect(await count(db.reads), 'a read during the open transaction sees the row committed before it only').toBe(1);
-    expect(committed, 'the read answered while the write transaction was still open').toBe(false);
-    open();
-    await write;
+    expect(write.committed(), 'the read answered while the write transaction was still open').toBe(false);
+    await write.end();
     expect(await count(db.reads), 'a read after the COMMIT sees the row').toBe(2);
   });
 
