@@ -14,6 +14,7 @@ const TEST_LAYERS = {
     'test/platform/flags.test.ts',
     'test/platform/ids.test.ts',
     'test/platform/named-sql.test.ts',
+    'test/platform/option-names.test.ts',
     'test/platform/test-layers.test.ts',
     'test/demo/timeline-*.test.ts',
     'test/testing/clock.test.ts',

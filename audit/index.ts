@@ -6,6 +6,7 @@ import { QueueClient } from '../queue/client.js';
 import type { JobSummary } from '../queue/types.js';
 import { ReceiverClient } from '../receiver/client.js';
 import { httpUrl } from '../platform/url.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import type { Effect } from '../receiver/index.js';
 import {
   auditRules,
@@ -79,7 +80,20 @@ const TOTALS_READS = 3;
  * the queue before it is called a violation. Best run on a quiet system: after a test, or with
  * the workers stopped.
  */
+const AUDIT_OPTION_NAMES: OptionNames<AuditOptions> = {
+  queue: true,
+  receiver: true,
+  receiverKeys: true,
+  downstreams: true,
+  apiKey: true,
+  timeoutMs: true,
+  pageSize: true,
+  signal: true,
+};
+
 export async function audit(options: AuditOptions): Promise<AuditReport> {
+  if (options === undefined) throw new TypeError('audit takes an object of options, not undefined.');
+  checkOptionNames('audit', options, AUDIT_OPTION_NAMES);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const queue =
     typeof options.queue === 'string'

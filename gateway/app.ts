@@ -21,16 +21,19 @@ import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
 import { gatewayMetrics } from './metrics.js';
 import { gatewayOpenApi } from './openapi.js';
-import { resolveGatewayOptions, type GatewayOptions } from './options.js';
+import { GATEWAY_OPTION_NAMES, resolveGatewayOptions, type GatewayOptions } from './options.js';
 import { sendBody, sendsBody } from './schemas.js';
 import { createSend, type SendResult } from './send.js';
 import { DEFAULT_DOWNSTREAM, type SendRequest } from './types.js';
 import { CoalescingVerifier } from './verifier.js';
+import { checkOptionNames } from '../platform/option-names.js';
 
 /** An express app that owns keep-alive connection pools: `close()` releases them. */
 export type GatewayApp = Express & { close(): void };
 
 export function createGatewayApp(options: GatewayOptions): GatewayApp {
+  if (options === undefined) throw new TypeError('createGatewayApp takes an object of options, not undefined.');
+  checkOptionNames('createGatewayApp', options, GATEWAY_OPTION_NAMES);
   const resolved = resolveGatewayOptions(options);
   // Every line logged while a send is handled carries its reqId, which the queue and the receiver get too.
   const logger = withRequestIds(resolved.logger);

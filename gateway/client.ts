@@ -2,6 +2,7 @@
 // GatewayError (code, status, details) the gateway rendered; an unreachable gateway is
 // `gateway_unavailable`; an aborted send rejects with the signal's reason.
 import { GATEWAY_ERROR_STATUS, GatewayError } from './errors.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { JsonPeer, type JsonPeerOptions, type PeerErrors } from '../platform/json-peer.js';
 import type { SendOutcome, SendRequest } from './types.js';
 
@@ -25,9 +26,16 @@ export interface GatewayClientOptions {
 /** A send's answer is an outcome and an effect, or an error: a few KiB at most. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
+const GATEWAY_CLIENT_OPTION_NAMES: OptionNames<GatewayClientOptions> = { timeoutMs: true, agent: true, apiKey: true };
+
 export class GatewayClient extends JsonPeer<GatewayError> {
   constructor(baseUrl: string, options: GatewayClientOptions = {}) {
-    super(baseUrl, options, { timeoutMs: 30_000, maxAnswerBytes: MAX_ANSWER_BYTES }, GATEWAY_ERRORS);
+    super(
+      baseUrl,
+      checkOptionNames('GatewayClient', options, GATEWAY_CLIENT_OPTION_NAMES),
+      { timeoutMs: 30_000, maxAnswerBytes: MAX_ANSWER_BYTES },
+      GATEWAY_ERRORS,
+    );
   }
 
   /** Forwards one effect under the caller's lease. Abort `signal` when the lease is lost. */

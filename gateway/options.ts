@@ -8,6 +8,7 @@ import { checkApiKey } from '../platform/exchange.js';
 import { httpUrl } from '../platform/url.js';
 import { resolveDownstreams, type Downstream, type DownstreamOptions } from './downstreams.js';
 import type { RetryPolicy } from './rules.js';
+import type { OptionNames } from '../platform/option-names.js';
 
 export const GATEWAY_DEFAULTS = {
   receiverTimeoutMs: 2_000,
@@ -57,6 +58,26 @@ export interface GatewayOptions {
   /** The registry GET /metrics serves; a fresh one by default. One app per registry. */
   metrics?: Registry;
 }
+
+/** Every name GatewayOptions has; startGateway refuses any other. */
+export const GATEWAY_OPTION_NAMES: OptionNames<GatewayOptions> = {
+  queueUrl: true,
+  receiverUrl: true,
+  receiverSecret: true,
+  downstreams: true,
+  secret: true,
+  apiKey: true,
+  receiverTimeoutMs: true,
+  queueTimeoutMs: true,
+  retryAttempts: true,
+  retryBudgetMs: true,
+  backoffBaseMs: true,
+  backoffMaxMs: true,
+  logger: true,
+  clock: true,
+  random: true,
+  metrics: true,
+};
 
 export interface ResolvedGatewayOptions {
   queueUrl: URL;

@@ -1,8 +1,16 @@
 // Starting the gateway as a library: build the app, listen. `main.ts` wraps this for the
 // command line; tests and embedders call it directly.
 import { createGatewayApp } from './app.js';
-import { GATEWAY_DEFAULTS, type GatewayOptions } from './options.js';
-import { checkHost, checkPort, listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
+import { GATEWAY_DEFAULTS, GATEWAY_OPTION_NAMES, type GatewayOptions } from './options.js';
+import {
+  checkHost,
+  checkPort,
+  listen,
+  SERVER_LIMIT_NAMES,
+  serverLimitsOf,
+  type ServerLimits,
+} from '../platform/listen.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 export interface GatewayServiceOptions extends GatewayOptions, ServerLimits {
   /** Default 127.0.0.1. */
@@ -19,10 +27,18 @@ export interface GatewayService {
   close(): Promise<void>;
 }
 
+const GATEWAY_SERVICE_OPTION_NAMES: OptionNames<GatewayServiceOptions> = {
+  ...GATEWAY_OPTION_NAMES,
+  ...SERVER_LIMIT_NAMES,
+  host: true,
+  port: true,
+};
+
 export async function startGateway(options: GatewayServiceOptions): Promise<GatewayService> {
+  checkOptionNames('startGateway', options, GATEWAY_SERVICE_OPTION_NAMES);
   const port = checkPort(options.port);
   const host = checkHost(options.host);
-  const app = createGatewayApp(options);
+  const app = createGatewayApp(gatewayOptionsOf(options));
   // A send in flight may be between retries; give it its whole budget before cutting it.
   const graceMs =
     (options.retryBudgetMs ?? GATEWAY_DEFAULTS.retryBudgetMs) +
@@ -43,4 +59,11 @@ export async function startGateway(options: GatewayServiceOptions): Promise<Gate
         app.close();
       })),
   };
+}
+
+/** Only the gateway's own options of `options` (the service's hold its address and limits too). */
+function gatewayOptionsOf(options: GatewayServiceOptions): GatewayOptions {
+  return Object.fromEntries(
+    Object.entries(options).filter(([name]) => Object.hasOwn(GATEWAY_OPTION_NAMES, name)),
+  ) as unknown as GatewayOptions;
 }

@@ -3,6 +3,7 @@
 // grace period, then cut what is left.
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { OptionNames } from './option-names.js';
 
 /** What a client may take of a service: how slowly it may send a request, and how many connections it may hold. */
 export interface ServerLimits {
@@ -26,6 +27,14 @@ export interface ServerLimits {
    */
   maxConnections?: number;
 }
+
+/** The names of ServerLimits, part of every service's option names (platform/option-names.ts). */
+export const SERVER_LIMIT_NAMES: OptionNames<ServerLimits> = {
+  firstByteTimeoutMs: true,
+  headersTimeoutMs: true,
+  requestTimeoutMs: true,
+  maxConnections: true,
+};
 
 /** Only the limits of `options` (a service's options hold many other things). */
 export function serverLimitsOf(options: ServerLimits): ServerLimits {

@@ -40,6 +40,7 @@ import {
 import { ClaimWaiters } from './long-poll.js';
 import { QueueUi } from './ui.js';
 import type { QueueStore } from './store.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 export interface QueueAppOptions {
   store: QueueStore;
@@ -57,14 +58,26 @@ export interface QueueAppOptions {
 /** An express app with long-polling claims waiting on it: `close()` answers them (204) at once. */
 export type QueueApp = express.Express & { close(): void };
 
-export function createQueueApp({
-  store: storeIn,
-  logger: loggerIn = pino({ level: 'silent' }),
-  repollMs,
-  maxClaimWaiters,
-  apiKey,
-  metrics = createRegistry('queue'),
-}: QueueAppOptions): QueueApp {
+const QUEUE_APP_OPTION_NAMES: OptionNames<QueueAppOptions> = {
+  store: true,
+  logger: true,
+  repollMs: true,
+  maxClaimWaiters: true,
+  apiKey: true,
+  metrics: true,
+};
+
+export function createQueueApp(options: QueueAppOptions): QueueApp {
+  if (options === undefined) throw new TypeError('createQueueApp takes an object of options, not undefined.');
+  checkOptionNames('createQueueApp', options, QUEUE_APP_OPTION_NAMES);
+  const {
+    store: storeIn,
+    logger: loggerIn = pino({ level: 'silent' }),
+    repollMs,
+    maxClaimWaiters,
+    apiKey,
+    metrics = createRegistry('queue'),
+  } = options;
   // Every line logged while a request is handled carries its reqId; every claim, finish and
   // refusal, whichever route makes it, is counted.
   const logger = withRequestIds(loggerIn);

@@ -2,6 +2,7 @@
 // (same `code`, same details) the service threw; an unreachable queue is `queue_unavailable`;
 // a call whose signal aborts rejects with the signal's reason.
 import { QUEUE_ERROR_STATUS, QueueError } from './errors.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { JsonPeer, type JsonPeerOptions, type PeerCallOptions, type PeerErrors } from '../platform/json-peer.js';
 import type { Job, JobPage, JobStatus, JobSummary, Lease, RetryInput, Stats } from './types.js';
 
@@ -79,9 +80,21 @@ export interface CallOptions extends PeerCallOptions {
   requestId?: string | undefined;
 }
 
+const QUEUE_CLIENT_OPTION_NAMES: OptionNames<QueueClientOptions> = {
+  timeoutMs: true,
+  agent: true,
+  apiKey: true,
+  maxAnswerBytes: true,
+};
+
 export class QueueClient extends JsonPeer<QueueError> {
   constructor(baseUrl: string, options: QueueClientOptions = {}) {
-    super(baseUrl, options, { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES }, QUEUE_ERRORS);
+    super(
+      baseUrl,
+      checkOptionNames('QueueClient', options, QUEUE_CLIENT_OPTION_NAMES),
+      { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES },
+      QUEUE_ERRORS,
+    );
   }
 
   /**

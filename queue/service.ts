@@ -5,7 +5,15 @@ import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createQueueApp } from './app.js';
 import { checkClock } from '../platform/clock.js';
-import { checkHost, checkPort, listen, serverLimitsOf, type ServerLimits } from '../platform/listen.js';
+import {
+  checkHost,
+  checkPort,
+  listen,
+  SERVER_LIMIT_NAMES,
+  serverLimitsOf,
+  type ServerLimits,
+} from '../platform/listen.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption, isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
@@ -83,7 +91,23 @@ export async function openQueueStore(
   });
 }
 
+const QUEUE_SERVICE_OPTION_NAMES: OptionNames<QueueServiceOptions> = {
+  ...SERVER_LIMIT_NAMES,
+  db: true,
+  host: true,
+  port: true,
+  latePolicy: true,
+  clock: true,
+  logger: true,
+  journal: true,
+  commitWindowMs: true,
+  apiKey: true,
+  testMode: true,
+  maxClaimWaiters: true,
+};
+
 export async function startQueue(options: QueueServiceOptions): Promise<QueueService> {
+  checkOptionNames('startQueue', options, QUEUE_SERVICE_OPTION_NAMES);
   const logger = options.logger ?? pino({ level: 'silent' });
   // Checked before the store is opened, so a bad option leaves no file behind.
   const port = checkPort(options.port);

@@ -16,6 +16,7 @@ import {
   type SqliteJournal,
 } from '../platform/sqlite.js';
 import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 export interface SqliteQueueOptions {
   /** Path of the database file, or `:memory:`. */
@@ -71,7 +72,19 @@ export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: nu
 }
 
 /** Opens (and migrates) a queue store on one SQLite file. */
+const SQLITE_QUEUE_OPTION_NAMES: OptionNames<SqliteQueueOptions> = {
+  filename: true,
+  clock: true,
+  latePolicy: true,
+  busyBudgetMs: true,
+  busyTimeoutMs: true,
+  journal: true,
+  commitWindowMs: true,
+};
+
 export async function openSqliteQueueStore(options: SqliteQueueOptions): Promise<KnexQueueStore> {
+  if (options === undefined) throw new TypeError('openSqliteQueueStore takes an object of options, not undefined.');
+  checkOptionNames('openSqliteQueueStore', options, SQLITE_QUEUE_OPTION_NAMES);
   const busyBudgetMs = options.busyBudgetMs ?? 60_000;
   const db = openSqlite({
     filename: options.filename,

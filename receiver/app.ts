@@ -25,6 +25,7 @@ import { fencedEffects, receiverErrors } from './middleware.js';
 import { receiverOpenApi } from './openapi.js';
 import { systemClock, type Clock } from './rules.js';
 import type { EffectStore } from './store.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 export interface ReceiverAppOptions<Tx> {
   store: EffectStore<Tx>;
@@ -38,7 +39,18 @@ export interface ReceiverAppOptions<Tx> {
   metrics?: Registry;
 }
 
+const RECEIVER_APP_OPTION_NAMES: OptionNames<ReceiverAppOptions<unknown>> = {
+  store: true,
+  clock: true,
+  secret: true,
+  logger: true,
+  faults: true,
+  metrics: true,
+};
+
 export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express {
+  if (options === undefined) throw new TypeError('createReceiverApp takes an object of options, not undefined.');
+  checkOptionNames('createReceiverApp', options, RECEIVER_APP_OPTION_NAMES);
   const { store, secret, faults } = options;
   const clock = options.clock ?? systemClock;
   // Every line logged while a request is handled carries its reqId (the gateway passes its own on).

@@ -2,6 +2,7 @@
 // given the secret) and read back what was recorded. Error answers come back as the same
 // ReceiverError the receiver rendered; an unreachable receiver is `receiver_unavailable`.
 import { urlUnder } from '../platform/exchange.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { JsonPeer, type JsonPeerOptions, type PeerCallOptions, type PeerErrors } from '../platform/json-peer.js';
 import { RECEIVER_ERROR_STATUS, ReceiverError } from './errors.js';
 import type { Effect } from './rules.js';
@@ -94,9 +95,16 @@ function pageQuery(page: PageQuery<string | number> & { jobId?: string }): URLSe
   return query;
 }
 
+const RECEIVER_CLIENT_OPTION_NAMES: OptionNames<ReceiverClientOptions> = { timeoutMs: true, agent: true };
+
 export class ReceiverClient extends JsonPeer<ReceiverError> {
   constructor(baseUrl: string, options: ReceiverClientOptions = {}) {
-    super(baseUrl, options, { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES }, RECEIVER_ERRORS);
+    super(
+      baseUrl,
+      checkOptionNames('ReceiverClient', options, RECEIVER_CLIENT_OPTION_NAMES),
+      { timeoutMs: 10_000, maxAnswerBytes: MAX_ANSWER_BYTES },
+      RECEIVER_ERRORS,
+    );
   }
 
   /**

@@ -9,6 +9,7 @@ import { parseBatchBody, parseEffectBody, parseFencingToken } from './schemas.js
 import type { Clock, EffectRequest } from './rules.js';
 import { checkClock } from '../platform/clock.js';
 import { describeValue } from '../platform/describe-value.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { answerOf, refusalOf } from './answers.js';
 import { BATCH_HEADER, batchTargetOf, isBatchTarget, judgeBatch } from './batch.js';
 import { BATCH_TOKEN, FENCING_TOKEN_HEADER, SIGNATURE_HEADER, verifySignature } from './signature.js';
@@ -105,10 +106,20 @@ function checkEffectStore(store: unknown): void {
  * token's place, and is answered `200 {results: [{status, body}, ...]}`, each effect as its own
  * request would have been. Every answer of the route names that target in `Leasehold-Batch`.
  */
+const FENCED_EFFECTS_OPTION_NAMES: OptionNames<FencedEffectsOptions<unknown>> = {
+  store: true,
+  clock: true,
+  secret: true,
+  apply: true,
+  logger: true,
+  metrics: true,
+};
+
 export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`fencedEffects takes {store, apply?, secret?, clock?}, not ${describeValue(options)}.`);
   }
+  checkOptionNames('fencedEffects', options, FENCED_EFFECTS_OPTION_NAMES);
   const { store, secret, apply } = options;
   checkEffectStore(store);
   const clock = checkClock(options.clock);

@@ -12,11 +12,13 @@ import {
   checkPort,
   listen,
   resolveListenOptions,
+  SERVER_LIMIT_NAMES,
   serverLimitsOf,
   type Listening,
   type ServerLimits,
 } from '../platform/listen.js';
 import { checkClock } from '../platform/clock.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkJobIdArgument, describeValue } from '../platform/describe-value.js';
 import type { Clock, Effect } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
@@ -104,7 +106,21 @@ interface ResolvedOptions {
 }
 
 /** Defaults and checks in one place; everything below takes only the resolved shape. */
+const START_RECEIVER_OPTION_NAMES: OptionNames<StartReceiverOptions> = {
+  ...SERVER_LIMIT_NAMES,
+  port: true,
+  host: true,
+  db: true,
+  secret: true,
+  testMode: true,
+  clock: true,
+  logger: true,
+  journal: true,
+  retainJournalMs: true,
+};
+
 export function resolveStartOptions(options: StartReceiverOptions): ResolvedOptions {
+  checkOptionNames('startReceiver', options, START_RECEIVER_OPTION_NAMES);
   const port = checkPort(options.port);
   const host = checkHost(options.host);
   if (options.secret !== undefined && typeof options.secret !== 'string')

@@ -4,20 +4,17 @@
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
 
 import { describeValue } from '../platform/describe-value.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption } from '../platform/postgres.js';
+import type { SystemOptions } from './system.js';
 
-const KNOWN = ['db', 'clock', 'secret', 'apiKey', 'downstreams'] as const;
+const KNOWN: OptionNames<SystemOptions> = { db: true, clock: true, secret: true, apiKey: true, downstreams: true };
 
 /** Throws a TypeError or RangeError naming the first option that is not what `startSystem` takes. */
 export function checkSystemOptions(options: unknown): void {
   if (options === undefined) return;
   if (!isRecord(options)) throw new TypeError(`startSystem takes an object of options, not ${describeValue(options)}.`);
-  const unknown = Object.keys(options).filter((key) => !(KNOWN as readonly string[]).includes(key));
-  if (unknown.length > 0) {
-    throw new RangeError(
-      `startSystem does not take ${unknown.map((k) => JSON.stringify(k)).join(', ')}; its options are ${KNOWN.join(', ')}.`,
-    );
-  }
+  checkOptionNames('startSystem', options, KNOWN);
   const { db, clock, secret, apiKey, downstreams } = options;
   if (db !== undefined) checkDbOption(db);
   if (clock !== undefined && clock !== 'real' && clock !== 'manual' && !isClock(clock)) {
@@ -67,12 +64,7 @@ export function checkChoice(method: string, choice: unknown, also: readonly stri
   if (!isRecord(choice)) {
     throw new TypeError(`${method} takes options {${known.join(', ')}}, not ${describeValue(choice)}.`);
   }
-  const unknown = Object.keys(choice).filter((name) => !known.includes(name));
-  if (unknown.length > 0) {
-    throw new RangeError(
-      `${method} does not take ${unknown.map((k) => JSON.stringify(k)).join(', ')}; its options are ${known.join(', ')}.`,
-    );
-  }
+  checkOptionNames(method, choice, Object.fromEntries(known.map((name) => [name, true] as const)));
   const { to, key } = choice;
   const names = (value: unknown, ok: (one: unknown) => boolean) =>
     value === undefined || ok(value) || (Array.isArray(value) && value.length > 0 && value.every(ok));

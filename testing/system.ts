@@ -4,7 +4,7 @@
 import { startGateway, GatewayClient, type GatewayService, type GatewayServiceOptions } from '../gateway/index.js';
 import { startQueue, systemClock, QueueClient, type Clock, type Job, type QueueService } from '../queue/index.js';
 import { startReceiver, ReceiverClient, type ReceiverHandle } from '../receiver/index.js';
-import { createWorker, type Worker, type WorkerOptions } from '../worker/index.js';
+import { Worker, type WorkerOptions } from '../worker/index.js';
 import { ManualClock } from './clock.js';
 import { checkChoice, checkSystemOptions } from './options.js';
 import { checkJobIdArgument as checkJobId } from '../platform/describe-value.js';
@@ -257,7 +257,10 @@ function systemHandle(parts: {
     clock: parts.handleClock,
     apiKey,
     worker: (name, options = {}) => {
-      const worker = createWorker({ queueUrl: queue.url, gatewayUrl: gateway.url, apiKey, clock, ...options, name });
+      const worker = new Worker(
+        { queueUrl: queue.url, gatewayUrl: gateway.url, apiKey, clock, ...options, name },
+        'system.worker',
+      );
       workers.add(worker);
       return worker;
     },

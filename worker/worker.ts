@@ -7,7 +7,13 @@ import { QueueClient } from '../queue/client.js';
 import { FreshAgent } from './connections.js';
 import type { WorkerEventBody } from './events.js';
 import { FinishCoalescer } from './finish-batch.js';
-import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import {
+  resolveWorkerOptions,
+  WORKER_OPTION_NAMES,
+  type ResolvedWorkerOptions,
+  type WorkerOptions,
+} from './options.js';
 import { claimedEvent } from './rules.js';
 import { runLease } from './run-lease.js';
 import { SendCoalescer } from './send-batch.js';
@@ -32,8 +38,9 @@ export class Worker {
   /** The runs going now, which close() waits for. */
   private readonly runs = new Set<Promise<WorkerSummary>>();
 
-  constructor(options: WorkerOptions) {
-    this.options = resolveWorkerOptions(options);
+  /** `what`: the call that made the worker, as an error in its options names it. */
+  constructor(options: WorkerOptions, what = 'createWorker') {
+    this.options = resolveWorkerOptions(options, what);
     this.name = this.options.name;
     // Kept-alive connections, never reused after an idle spell (a pause included) that the
     // server's keep-alive timeout might have ended: see connections.ts.
@@ -140,6 +147,11 @@ function runProblem(handler: unknown, options: RunOptions): Error | undefined {
   if (typeof options !== 'object' || options === null) {
     return new TypeError(`run's options must be an object ({signal?, maxJobs?}), not ${describeValue(options)}.`);
   }
+  try {
+    checkOptionNames('run', options, RUN_OPTION_NAMES);
+  } catch (err) {
+    return err as Error;
+  }
   const { signal, maxJobs } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     return new TypeError(`signal must be an AbortSignal, not ${describeValue(signal)}.`);
@@ -175,11 +187,21 @@ export interface RunWorkerOptions extends WorkerOptions, RunOptions {
   handler: Handler;
 }
 
+const RUN_OPTION_NAMES: OptionNames<RunOptions> = { signal: true, maxJobs: true };
+const RUN_WORKER_OPTION_NAMES: OptionNames<RunWorkerOptions> = {
+  ...WORKER_OPTION_NAMES,
+  ...RUN_OPTION_NAMES,
+  handler: true,
+};
+
 /** Runs a worker until `signal` aborts (or `maxJobs`), then closes it. */
 export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummary> {
-  const worker = createWorker(options);
+  if (options === undefined) throw new TypeError('runWorker takes an object of options, not undefined.');
+  checkOptionNames('runWorker', options, RUN_WORKER_OPTION_NAMES);
+  const { handler, signal, maxJobs, ...workerOptions } = options;
+  const worker = new Worker(workerOptions, 'runWorker');
   try {
-    return await worker.run(options.handler, options);
+    return await worker.run(handler, { signal, maxJobs });
   } finally {
     await worker.close();
   }

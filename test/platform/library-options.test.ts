@@ -5,9 +5,18 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { GatewayClient, startGateway } from '../../gateway/index.js';
-import { QueueClient, startQueue } from '../../queue/index.js';
-import { fencedEffects, openSqliteEffectStore, ReceiverClient, startReceiver } from '../../receiver/index.js';
+import { createGatewayApp, GatewayClient, startGateway } from '../../gateway/index.js';
+import { createQueueApp, openSqliteQueueStore, QueueClient, startQueue } from '../../queue/index.js';
+import {
+  createReceiverApp,
+  fencedEffects,
+  openSqliteEffectStore,
+  ReceiverClient,
+  startReceiver,
+} from '../../receiver/index.js';
+import { audit } from '../../audit/index.js';
+import { conform } from '../../conform/index.js';
+import { createWorker, runWorker } from '../../worker/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const anyway = (value: unknown) => value as never;
@@ -102,5 +111,106 @@ describe('fencedEffects', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+// A misspelt option would otherwise be ignored without a word, and the call run on its default.
+describe('an option name the call does not take', () => {
+  const MEANT = (what: string, given: string, meant: string) =>
+    `${what} does not take "${given}" (did you mean ${meant}?)`;
+
+  test('startQueue, startReceiver and startGateway refuse it before anything is opened or listens', async () => {
+    const db = join(tempDir('leasehold-options-'), 'queue.sqlite');
+    await expect(startQueue(anyway({ db, journl: 'wal' }))).rejects.toThrow(MEANT('startQueue', 'journl', 'journal'));
+    expect(existsSync(db)).toBe(false);
+    await expect(startReceiver(anyway({ dbPath: ':memory:' }))).rejects.toThrow(
+      'startReceiver does not take "dbPath"; its options are firstByteTimeoutMs, headersTimeoutMs, requestTimeoutMs, maxConnections, port, host, db, secret, testMode, clock, logger, journal, retainJournalMs.',
+    );
+    await expect(startGateway(anyway({ ...GATEWAY, retryAttempt: 5 }))).rejects.toThrow(
+      MEANT('startGateway', 'retryAttempt', 'retryAttempts'),
+    );
+  });
+
+  test('the clients refuse it', () => {
+    expect(() => new QueueClient('http://127.0.0.1:1', anyway({ timeout: 5 }))).toThrow(
+      new RangeError(
+        'QueueClient does not take "timeout" (did you mean timeoutMs?); its options are timeoutMs, agent, apiKey, maxAnswerBytes.',
+      ),
+    );
+    expect(() => new GatewayClient('http://127.0.0.1:1', anyway({ apikey: 'k' }))).toThrow(
+      MEANT('GatewayClient', 'apikey', 'apiKey'),
+    );
+    expect(() => new ReceiverClient('http://127.0.0.1:1', anyway({ apiKey: 'k' }))).toThrow(
+      'ReceiverClient does not take "apiKey"; its options are timeoutMs, agent.',
+    );
+    expect(() => new QueueClient('http://127.0.0.1:1', anyway(5))).toThrow(
+      new TypeError('QueueClient takes an object of options, not 5.'),
+    );
+  });
+
+  test('createWorker, runWorker and run() refuse it', async () => {
+    const base = { queueUrl: 'http://127.0.0.1:1', gatewayUrl: 'http://127.0.0.1:2', name: 'w1' };
+    expect(() => createWorker(anyway({ ...base, concurency: 8 }))).toThrow(
+      MEANT('createWorker', 'concurency', 'concurrency'),
+    );
+    expect(() => createWorker(anyway(undefined))).toThrow(
+      new TypeError('createWorker takes an object of options, not undefined.'),
+    );
+    await expect(runWorker(anyway({ ...base, handler: () => undefined, maxjobs: 1 }))).rejects.toThrow(
+      MEANT('runWorker', 'maxjobs', 'maxJobs'),
+    );
+    const worker = createWorker(base);
+    try {
+      await expect(worker.run(() => undefined, anyway({ maxJob: 1 }))).rejects.toThrow(
+        'run does not take "maxJob" (did you mean maxJobs?); its options are signal, maxJobs.',
+      );
+    } finally {
+      await worker.close();
+    }
+  });
+
+  test('the stores and the apps refuse it, and a store opens no file', async () => {
+    const db = join(tempDir('leasehold-options-'), 'queue.sqlite');
+    await expect(openSqliteQueueStore(anyway({ filename: db, commitWindow: 2 }))).rejects.toThrow(
+      MEANT('openSqliteQueueStore', 'commitWindow', 'commitWindowMs'),
+    );
+    await expect(openSqliteEffectStore(anyway({ filename: db, jornal: 'wal' }))).rejects.toThrow(
+      MEANT('openSqliteEffectStore', 'jornal', 'journal'),
+    );
+    expect(existsSync(db)).toBe(false);
+    const store = await openSqliteEffectStore({ filename: ':memory:' });
+    try {
+      expect(() => createReceiverApp(anyway({ store, testMode: true }))).toThrow(
+        'createReceiverApp does not take "testMode"; its options are store, clock, secret, logger, faults, metrics.',
+      );
+    } finally {
+      await store.close();
+    }
+    expect(() => createQueueApp(anyway({ store: {}, apikey: 'k' }))).toThrow(
+      MEANT('createQueueApp', 'apikey', 'apiKey'),
+    );
+    expect(() => createGatewayApp(anyway({ ...GATEWAY, port: 4200 }))).toThrow(
+      'createGatewayApp does not take "port";',
+    );
+  });
+
+  test('fencedEffects refuses it', async () => {
+    const store = await openSqliteEffectStore({ filename: ':memory:' });
+    try {
+      expect(() => fencedEffects(anyway({ store, applyEffect: async () => undefined }))).toThrow(
+        'fencedEffects does not take "applyEffect"; its options are store, clock, secret, apply, logger, metrics.',
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('audit and conform refuse it before calling anyone', async () => {
+    await expect(
+      audit(anyway({ queue: 'http://127.0.0.1:1', receiver: 'http://127.0.0.1:2', pagesize: 10 })),
+    ).rejects.toThrow(MEANT('audit', 'pagesize', 'pageSize'));
+    await expect(conform(anyway({ url: 'http://127.0.0.1:1/effects', race: 4 }))).rejects.toThrow(
+      MEANT('conform', 'race', 'races'),
+    );
   });
 });

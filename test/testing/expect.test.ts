@@ -132,7 +132,7 @@ test('the assertions refuse arguments they would otherwise ignore, naming them, 
     [() => system.waitForEffect('' as never), 'waitForEffect takes the job\'s id, a non-empty string, first; not "".'],
     [
       () => system.waitForEffect('order-1', { timeout: 5 } as never),
-      'waitForEffect does not take "timeout"; its options are to, key, timeoutMs.',
+      'waitForEffect does not take "timeout" (did you mean timeoutMs?); its options are to, key, timeoutMs.',
     ],
     [() => system.expireLease(5 as never), "expireLease takes the job's id, a non-empty string, first; not 5."],
   ];

@@ -142,7 +142,10 @@ test('a system that cannot start rejects with the cause', async () => {
 });
 
 test.each([
-  [{ clok: 'manual' }, 'startSystem does not take "clok"; its options are db, clock, secret, apiKey, downstreams.'],
+  [
+    { clok: 'manual' },
+    'startSystem does not take "clok" (did you mean clock?); its options are db, clock, secret, apiKey, downstreams.',
+  ],
   [{ clock: 'weird' }, 'clock must be "real", "manual" or an object with a now() method, not "weird".'],
   [{ clock: {} }, 'clock must be "real", "manual" or an object with a now() method, not {}.'],
   [{ db: 5 }, 'db must be ":memory:", a SQLite file\'s path or a postgres:// URL, not 5.'],
@@ -165,6 +168,14 @@ test("close is safe to call twice; a downstream may not take the receiver's name
   await expect(fetch(`${system.urls.queue}/healthz`)).rejects.toThrow();
   await expect(startSystem({ downstreams: { receiver: 'stub' } })).rejects.toThrow(
     'downstreams must not name "receiver": the system starts that one itself.',
+  );
+});
+
+test('system.worker refuses an option name a worker does not take, naming the call', async () => {
+  const system = await startSystem();
+  onTestFinished(() => system.close());
+  expect(() => system.worker('w', { leaseMS: 1_000 } as never)).toThrow(
+    'system.worker does not take "leaseMS" (did you mean leaseMs?)',
   );
 });
 
