@@ -23,9 +23,15 @@ import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
 import { killAll, passNodeFlags, profileChildrenInto } from './processes.js';
 import { renderTestkit, runTestkitBench } from './testkit.js';
+import { renderWaves, runWaves } from './waves.js';
 import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
 
 const { full, quick } = PRESETS;
+/** `--waves`: the worker's concurrency, windows and their length unless flags say otherwise, and the warm-up. */
+const WAVES_CONCURRENCY = 8;
+const WAVES_ROUNDS = 5;
+const WAVES_WINDOW_MS = 3_000;
+const WAVES_WARM_UP_MS = 3_000;
 /** Rounds of `--testkit` unless --rounds says otherwise. */
 const TESTKIT_ROUNDS = 20;
 const program = new Command('npm run bench --')
@@ -51,6 +57,10 @@ const program = new Command('npm run bench --')
   .option(
     '--testkit',
     `only the test kit: startSystem(), reset() and the whole zombie test, in process, ${TESTKIT_ROUNDS} rounds (--rounds) after a warm-up`,
+  )
+  .option(
+    '--waves',
+    `only where an end-to-end wave's time goes: one \`leasehold worker --concurrency ${WAVES_CONCURRENCY}\` (or --e2e-concurrency) on a system of its own, rollback journal then WAL, each service's time per request by route from its GET /metrics, ${WAVES_ROUNDS} windows (--rounds) of ${WAVES_WINDOW_MS} ms (--window-ms) after ${WAVES_WARM_UP_MS} ms of warm-up`,
   )
   .addOption(
     new Option('--rounds <n>', `rounds (default ${full.rounds}, --quick ${quick.rounds})`).argParser(parseWholeNumber),
@@ -193,6 +203,24 @@ for (const [signal, code] of [
         process.exit(code);
       });
   });
+}
+if (flags.waves) {
+  try {
+    const figures = await runWaves({
+      dir,
+      journals: ['delete', 'wal'],
+      concurrency:
+        program.getOptionValueSource('e2eConcurrency') === 'default' ? WAVES_CONCURRENCY : options.e2eConcurrency,
+      rounds: flags.rounds ?? WAVES_ROUNDS,
+      windowMs: flags.windowMs ?? WAVES_WINDOW_MS,
+      warmUpMs: WAVES_WARM_UP_MS,
+      progress,
+    });
+    process.stdout.write(`${flags.json ? JSON.stringify({ waves: figures }) : renderWaves(figures)}\n`);
+  } finally {
+    if (!options.keep) rmSync(dir, { recursive: true, force: true });
+  }
+  process.exit(0);
 }
 progress(
   options.profileOnly

@@ -131,7 +131,7 @@ function fromProcess(c: ProcessCounts, pg: boolean, kind: string, service = fals
 const TICKS_PER_SECOND = 100;
 
 /** User and system CPU ms of a process, and its command name, from /proc/<pid>/stat. */
-async function procStat(pid: number | string): Promise<{ command: string; cpuMs: number }> {
+export async function procStat(pid: number | string): Promise<{ command: string; cpuMs: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name, which is in parentheses and may hold spaces.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -11,6 +11,7 @@ export interface BenchFlags {
   quick?: boolean;
   json?: boolean;
   testkit?: boolean;
+  waves?: boolean;
   rounds?: number;
   warmUpRounds?: number;
   windowMs?: number;

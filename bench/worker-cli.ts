@@ -19,6 +19,38 @@ export function workerFlags(): Set<string> {
   return new Set(help.match(/--[a-z][a-z-]+/g) ?? []);
 }
 
+/**
+ * One `leasehold worker` process on `system`, tracked (killed with the benchmark) and named for
+ * the CPU profiles; `stdout`: its event lines, piped to be read, or ignored.
+ */
+export function spawnWorker(
+  system: System,
+  name: string,
+  extra: readonly string[],
+  stdout: 'pipe' | 'ignore',
+): ChildProcess {
+  const child = track(
+    spawn(
+      process.execPath,
+      [
+        ...nodeFlags(),
+        CLI_PATH,
+        'worker',
+        '--queue',
+        system.queue.url,
+        '--gateway',
+        system.gateway.url,
+        '--name',
+        name,
+        ...extra,
+      ],
+      { stdio: ['ignore', stdout, 'ignore'] },
+    ),
+  );
+  nameProfiledChild(child.pid, `${name} (leasehold worker)`);
+  return child;
+}
+
 /** Events that mean a cycle went wrong. */
 const TROUBLE = new Set(['refused', 'send_failed', 'call_failed', 'claim_failed', 'lost', 'failed']);
 /** Events that end a job in hand. */
@@ -80,26 +112,8 @@ export async function openWorkerCliProbe(
   const troubles: { t: number; what: string }[] = [];
   const children: ChildProcess[] = [];
   const started = Array.from({ length: workers }, (_, i) => {
-    const child = track(
-      spawn(
-        process.execPath,
-        [
-          ...nodeFlags(),
-          CLI_PATH,
-          'worker',
-          '--queue',
-          system.queue.url,
-          '--gateway',
-          system.gateway.url,
-          '--name',
-          `${label}-${i + 1}`,
-          ...extra,
-        ],
-        { stdio: ['ignore', 'pipe', 'ignore'] },
-      ),
-    );
+    const child = spawnWorker(system, `${label}-${i + 1}`, extra, 'pipe');
     children.push(child);
-    nameProfiledChild(child.pid, `${label}-${i + 1} (leasehold worker)`);
     return new Promise<void>((resolve, reject) => {
       child.once('exit', (code) => reject(new Error(`leasehold worker exited (${code}) before it started`)));
       createInterface({ input: child.stdout! }).on('line', (text) => {

@@ -58,3 +58,30 @@ test('a quick round measures every column and checks every goal', async () => {
   }
   for (const goal of report.goals) expect(goal.measured, goal.name).not.toBeNull();
 });
+
+test('--waves times each route of a wave, in both journals, from the services’ own metrics', async () => {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [MAIN, '--waves', '--rounds', '2', '--window-ms', '500', '--json'],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  const { waves } = JSON.parse(stdout) as {
+    waves: {
+      journal: string;
+      windows: { jobsPerSec: number; routes: Record<string, { perSec: number; meanMs: number | null }> }[];
+    }[];
+  };
+  expect(waves.map((w) => w.journal)).toEqual(['delete', 'wal']);
+  for (const { journal, windows } of waves) {
+    expect(windows, journal).toHaveLength(2);
+    for (const window of windows) {
+      expect(window.jobsPerSec, journal).toBeGreaterThan(0);
+      const routes = Object.values(window.routes);
+      expect(routes, journal).toHaveLength(4);
+      for (const route of routes) {
+        expect(route.perSec, journal).toBeGreaterThan(0);
+        expect(route.meanMs, journal).toBeGreaterThan(0);
+      }
+    }
+  }
+});

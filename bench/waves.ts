@@ -1,0 +1,242 @@
+// Where an end-to-end wave's time goes. The system of the end-to-end columns (queue, receiver and
+// gateway as child processes, on their own SQLite files) with one `leasehold worker
+// --concurrency n` that runs without pause; over each window, every service's own time per
+// request by route, read from its `GET /metrics` (leasehold_http_request_duration_seconds: from
+// the request to the end of its answer), beside the wave's period and the CPU each process used.
+// A worker's jobs go in waves: its handlers' sends leave together in one `POST /sends`, whose
+// answer starts the next wave's handlers on leases held ahead, while the finishes go to the queue
+// beside them. So a wave lasts about as long as one `POST /sends`, and that request's time splits
+// into the gateway's lease check at the queue, its forward to the receiver and the rest.
+import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SqliteJournal } from '../platform/sqlite.js';
+import { QueueClient } from '../queue/client.js';
+import { procStat } from './meters.js';
+import { stopChild, type ChildService } from './processes.js';
+import { table } from './report.js';
+import { System } from './services.js';
+import { spawnWorker } from './worker-cli.js';
+
+export interface WavesOptions {
+  dir: string;
+  journals: readonly SqliteJournal[];
+  concurrency: number;
+  rounds: number;
+  windowMs: number;
+  /** How long the worker runs before the first window: its prefetch settles, V8 optimizes. */
+  warmUpMs: number;
+  progress: (line: string) => void;
+}
+
+/** The routes a wave's requests take, each as its service's /metrics labels it. */
+const ROUTES = [
+  { service: 'gateway', route: '/sends', label: 'gateway POST /sends' },
+  { service: 'queue', route: '/verifications', label: 'its lease check: queue POST /verifications' },
+  { service: 'receiver', route: '/effects', label: 'its forward: receiver POST /effects?batch' },
+  { service: 'queue', route: '/finishes', label: 'beside it: queue POST /finishes' },
+] as const;
+
+type ServiceName = (typeof ROUTES)[number]['service'];
+
+/** One window: jobs done, and by route the requests answered and their summed time. */
+interface WindowFigures {
+  jobsPerSec: number;
+  /** By `ROUTES` label: requests per second and mean ms per request (null: none answered). */
+  routes: Record<string, { perSec: number; meanMs: number | null }>;
+  /** CPU ms per job by process. */
+  cpuMsPerJob: Record<string, number>;
+  /** Cores busy on average: every process's CPU over the window's wall time. */
+  cores: number;
+}
+
+export interface WavesFigures {
+  journal: SqliteJournal;
+  concurrency: number;
+  windows: WindowFigures[];
+  /** Jobs pending at the end of the last window (0: the queue ran dry, the last window is short of work). */
+  pendingAtEnd: number;
+}
+
+/** Enough jobs for the warm-up and every window at a few thousand jobs per second. */
+const JOBS_PER_SECOND_ROOM = 4_000;
+
+export async function runWaves(options: WavesOptions): Promise<WavesFigures[]> {
+  const figures: WavesFigures[] = [];
+  for (const journal of options.journals) figures.push(await runJournal(options, journal));
+  return figures;
+}
+
+async function runJournal(options: WavesOptions, journal: SqliteJournal): Promise<WavesFigures> {
+  const { dir, concurrency, rounds, windowMs, warmUpMs, progress } = options;
+  const label = `waves-${journal}`;
+  const system = await System.start(dir, label, undefined, journal);
+  let worker: ChildProcess | undefined;
+  const client = new QueueClient(system.queue.url);
+  try {
+    const jobs = Math.ceil(((warmUpMs + rounds * windowMs) / 1000) * JOBS_PER_SECOND_ROOM);
+    progress(`waves, ${journal}: enqueueing ${jobs} jobs`);
+    await system.queueDb.topUp(jobs, label);
+    worker = spawnWorker(
+      system,
+      `${label}-worker`,
+      ['--concurrency', String(concurrency), '--log-level', 'silent'],
+      'ignore',
+    );
+    const services: Record<ServiceName, ChildService> = {
+      queue: system.queue,
+      gateway: system.gateway,
+      receiver: system.receiver,
+    };
+    const workerPid = worker.pid!;
+    const read = async () => ({
+      at: performance.now(),
+      done: (await client.stats()).done,
+      metrics: Object.fromEntries(
+        await Promise.all(
+          (Object.keys(services) as ServiceName[]).map(
+            async (name) => [name, await routeTimes(services[name].url)] as const,
+          ),
+        ),
+      ) as Record<ServiceName, Map<string, RouteTime>>,
+      cpuMs: {
+        ...Object.fromEntries(
+          await Promise.all(
+            (Object.keys(services) as ServiceName[]).map(
+              async (name) => [name, (await services[name].counts()).cpuMs] as const,
+            ),
+          ),
+        ),
+        'leasehold worker': (await procStat(workerPid)).cpuMs,
+      } as Record<string, number>,
+    });
+    progress(`waves, ${journal}: warming up for ${warmUpMs} ms`);
+    await sleep(warmUpMs);
+    const windows: WindowFigures[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      const before = await read();
+      await sleep(windowMs);
+      const after = await read();
+      const seconds = (after.at - before.at) / 1000;
+      const jobs = after.done - before.done;
+      if (jobs <= 0) throw new Error(`waves, ${journal}: no job was done in a window of ${windowMs} ms`);
+      const routes: WindowFigures['routes'] = {};
+      for (const { service, route, label: name } of ROUTES) {
+        const was = before.metrics[service].get(route) ?? { count: 0, sumSeconds: 0 };
+        const is = after.metrics[service].get(route) ?? { count: 0, sumSeconds: 0 };
+        const count = is.count - was.count;
+        routes[name] = {
+          perSec: count / seconds,
+          meanMs: count > 0 ? ((is.sumSeconds - was.sumSeconds) * 1000) / count : null,
+        };
+      }
+      const cpuMsPerJob = Object.fromEntries(
+        Object.keys(after.cpuMs).map((name) => [name, (after.cpuMs[name]! - before.cpuMs[name]!) / jobs]),
+      );
+      const cpuMs = Object.values(cpuMsPerJob).reduce((sum, ms) => sum + ms, 0) * jobs;
+      windows.push({ jobsPerSec: jobs / seconds, routes, cpuMsPerJob, cores: cpuMs / 1000 / seconds });
+      progress(`waves, ${journal}: window ${round} of ${rounds}: ${(jobs / seconds).toFixed(0)} jobs/s`);
+    }
+    return { journal, concurrency, windows, pendingAtEnd: (await client.stats()).pending };
+  } finally {
+    client.close();
+    if (worker) await stopChild(worker);
+    await system.stop();
+  }
+}
+
+interface RouteTime {
+  count: number;
+  sumSeconds: number;
+}
+
+/** Requests answered and their summed time so far, by route pattern (every method together). */
+async function routeTimes(baseUrl: string): Promise<Map<string, RouteTime>> {
+  const response = await fetch(`${baseUrl}/metrics`);
+  if (!response.ok) throw new Error(`GET ${baseUrl}/metrics answered ${response.status}`);
+  const text = await response.text();
+  const routes = new Map<string, RouteTime>();
+  const pattern = /^leasehold_http_request_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$/gm;
+  for (const [, kind, labels, value] of text.matchAll(pattern)) {
+    const route = /route="([^"]*)"/.exec(labels!)?.[1];
+    if (route === undefined) continue;
+    const time = routes.get(route) ?? { count: 0, sumSeconds: 0 };
+    if (kind === 'count') time.count += Number(value);
+    else time.sumSeconds += Number(value);
+    routes.set(route, time);
+  }
+  return routes;
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+const spread = (values: readonly number[], digits: number): string =>
+  `${median(values).toFixed(digits)} [${Math.min(...values).toFixed(digits)}..${Math.max(...values).toFixed(digits)}]`;
+
+export function renderWaves(all: readonly WavesFigures[]): string {
+  const parts: string[] = [];
+  for (const { journal, concurrency, windows, pendingAtEnd } of all) {
+    const sends = windows.map((w) => w.routes[ROUTES[0].label]!.perSec);
+    const rows: string[][] = [
+      [
+        'jobs/s',
+        spread(
+          windows.map((w) => w.jobsPerSec),
+          0,
+        ),
+      ],
+      [
+        'jobs per wave (per POST /sends)',
+        spread(
+          windows.map((w, i) => w.jobsPerSec / sends[i]!),
+          1,
+        ),
+      ],
+      [
+        'a wave, ms (1000 / POST /sends per second)',
+        spread(
+          sends.map((perSec) => 1000 / perSec),
+          2,
+        ),
+      ],
+    ];
+    for (const { label } of ROUTES) {
+      const means = windows.map((w) => w.routes[label]!.meanMs).filter((ms): ms is number => ms !== null);
+      rows.push([`  ${label}, ms per request`, means.length > 0 ? spread(means, 2) : 'none']);
+    }
+    for (const name of Object.keys(windows[0]!.cpuMsPerJob)) {
+      rows.push([
+        `CPU ms per job: ${name}`,
+        spread(
+          windows.map((w) => w.cpuMsPerJob[name]!),
+          2,
+        ),
+      ]);
+    }
+    rows.push([
+      'cores busy (all four processes)',
+      spread(
+        windows.map((w) => w.cores),
+        2,
+      ),
+    ]);
+    parts.push(
+      [
+        `Where a wave's time goes, ${journal === 'wal' ? '--journal wal' : 'rollback journal'}: one \`leasehold worker --concurrency ${concurrency}\`, ${windows.length} windows (median [min..max]):`,
+        table(['figure', 'value'], rows),
+        ...(pendingAtEnd === 0 ? ['the queue ran dry before the last window ended: it is short of work'] : []),
+      ].join('\n'),
+    );
+  }
+  parts.push(
+    [
+      "Each request's time is its service's own, from the request to the end of its answer, read from its",
+      'GET /metrics. The lease check and the forward are made by the gateway inside its POST /sends; the',
+      'finishes go to the queue beside the next wave. docs/benchmarks.md explains each figure.',
+    ].join('\n'),
+  );
+  return parts.join('\n\n');
+}
