@@ -3,7 +3,7 @@
 // how many transactions, statements and requests each job costs.
 import { Command, Option } from 'commander';
 import { rmSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { checkOptions, parseAutoOrWholeNumber, parseWholeNumber, usageErrors } from '../platform/flags.js';
 import { analyse } from './analysis.js';
 import { installCounters } from './counting.js';
@@ -21,7 +21,7 @@ import {
 import { runProfile } from './profile.js';
 import { renderProfile, summarizeProfile } from './profile-report.js';
 import { renderJson, renderText } from './report.js';
-import { killAll, passNodeFlags, profileChildrenInto } from './processes.js';
+import { killAll, logServicesInto, passNodeFlags, profileChildrenInto } from './processes.js';
 import { renderTestkit, runTestkitBench } from './testkit.js';
 import { renderWaves, runWaves } from './waves.js';
 import { cleanUpInterruptedRun, makeRunDir, runBench } from './run.js';
@@ -149,6 +149,14 @@ const program = new Command('npm run bench --')
     '--cpu-prof-dir <dir>',
     'write a V8 CPU profile of every service, reference front and worker process into <dir>; summarise with `node dist/bench/cpu-profiles.js <dir>`',
   )
+  .addOption(
+    new Option(
+      '--service-log-level <level>',
+      "the services' log level, their JSON lines each going to a file of its own under the run's folder (kept with --keep), as an operator would keep them: what logging costs",
+    )
+      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('silent'),
+  )
   .option(
     '--node-flags <flags>',
     'Node.js or V8 flags, space-separated, for every Node.js process the benchmark starts (services, worker processes, reference fronts), e.g. "--no-opt" to run them without V8\'s optimizing compiler',
@@ -184,6 +192,8 @@ if (flags.nodeFlags) passNodeFlags(flags.nodeFlags.split(/\s+/).filter(Boolean))
 if (flags.cpuProfDir) profileChildrenInto(resolve(flags.cpuProfDir));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const dir = makeRunDir(options);
+if (flags.serviceLogLevel && flags.serviceLogLevel !== 'silent')
+  logServicesInto(flags.serviceLogLevel, join(dir, 'logs'));
 process.on('exit', killAll);
 for (const [signal, code] of [
   ['SIGINT', 130],

@@ -34,6 +34,7 @@ export interface BenchFlags {
   profileRounds?: number;
   cpuProfDir?: string;
   nodeFlags?: string;
+  serviceLogLevel?: string;
 }
 
 export interface BenchOptions {

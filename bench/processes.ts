@@ -50,6 +50,10 @@ export function startService(
   logs?: ServiceLogs,
   timeoutMs = 20_000,
 ): Promise<ChildService> {
+  logs ??= serviceLogs && {
+    level: serviceLogs.level,
+    file: join(serviceLogs.dir, `${name.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/-+$/, '')}-${++serviceLogFiles}.log`),
+  };
   const argv = ['--port', '0', '--log-level', logs?.level ?? 'silent', ...args];
   const counts = new CountsReader();
   return listening(
@@ -93,6 +97,16 @@ export function profileChildrenInto(dir: string): void {
   mkdirSync(dir, { recursive: true });
   profileDir = dir;
   childNodeFlags = [...childNodeFlags, '--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
+/** Where services log, when not silent (`--log-level`): each to a file of its own in `dir`. */
+let serviceLogs: { level: string; dir: string } | undefined;
+let serviceLogFiles = 0;
+
+/** From now on, every service logs at `level`, each to its own file in `dir`, as an operator would keep them. */
+export function logServicesInto(level: string, dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  serviceLogs = { level, dir };
 }
 
 /** From now on, every Node.js child the benchmark starts runs with `flags` too (`--node-flags`). */
