@@ -19,13 +19,13 @@ import { withRequestIds } from '../platform/request-id.js';
 import { QueueClient } from '../queue/client.js';
 import { GatewayError } from './errors.js';
 import { createForwarder } from './forwarder.js';
-import { gatewayMetrics } from './metrics.js';
+import { gatewayMetrics, upstreamTimes } from './metrics.js';
 import { gatewayOpenApi } from './openapi.js';
 import { GATEWAY_OPTION_NAMES, resolveGatewayOptions, type GatewayOptions } from './options.js';
 import { sendBody, sendsBody } from './schemas.js';
 import { createSend, type SendResult } from './send.js';
 import { DEFAULT_DOWNSTREAM, type SendRequest } from './types.js';
-import { CoalescingVerifier } from './verifier.js';
+import { CoalescingVerifier, timedVerifyApi } from './verifier.js';
 import { checkOptionNames } from '../platform/option-names.js';
 
 /** An express app that owns keep-alive connection pools: `close()` releases them. */
@@ -38,6 +38,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
   // Every line logged while a send is handled carries its reqId, which the queue and the receiver get too.
   const logger = withRequestIds(resolved.logger);
   const metrics = options.metrics ?? createRegistry('gateway');
+  const waited = upstreamTimes(metrics);
   const queue = new QueueClient(resolved.queueUrl.href, {
     timeoutMs: resolved.queueTimeoutMs,
     apiKey: resolved.apiKey,
@@ -51,13 +52,17 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
           secret: downstream.secret,
           now: () => resolved.clock.now(),
           logger,
+          observe: (seconds) => waited({ call: 'forward', upstream: name }, seconds),
         }),
         signed: downstream.secret !== undefined,
       },
     ]),
   );
   // Sends that overlap share their lease checks: one queue request for all that wait.
-  const verifier = new CoalescingVerifier(queue, logger);
+  const verifier = new CoalescingVerifier(
+    timedVerifyApi(queue, (seconds) => waited({ call: 'lease_check', upstream: 'queue' }, seconds)),
+    logger,
+  );
   const send = createSend({ queue: verifier, downstreams, options: resolved, logger });
   const sends = gatewayMetrics(
     metrics,

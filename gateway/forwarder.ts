@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { FENCING_TOKEN_HEADER, readBatchOffer, SIGNATURE_HEADER, signatureHeader } from '../receiver/signature.js';
 import { randomUUID } from 'node:crypto';
 import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
+import { timed } from '../platform/metrics.js';
 import { REQUEST_ID_HEADER } from '../platform/request-id.js';
 import { BatchQueue, type BatchSender } from './batch-forward.js';
 
@@ -25,6 +26,8 @@ export interface ForwarderOptions {
   batching?: boolean;
   /** Told when a downstream offers a batch target on another origin, which is not used. */
   logger?: Pick<Logger, 'warn'>;
+  /** Told how long each request to the downstream took, in seconds, whatever its outcome. */
+  observe?: (seconds: number) => void;
 }
 
 /** What a downstream is sent: the fields the send gave, and only those. */
@@ -88,6 +91,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // The request target as it goes on the wire, which is what the downstream checks the signature against.
   const path = `${url.pathname}${url.search}`;
   const counts: ForwardCounts = { requests: 0, effects: 0 };
+  const timedExchange = (request: Parameters<typeof exchange>[0]): Promise<Exchange> =>
+    timed(() => exchange(request), options.observe);
   let batchUrl: URL | undefined;
   let refusedOffer: string | undefined;
 
@@ -118,7 +123,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     }
     counts.requests += 1;
     counts.effects += 1;
-    const result = await exchange({
+    const result = await timedExchange({
       method: 'POST',
       url,
       body,
@@ -148,7 +153,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       counts.requests += 1;
       counts.effects += size;
-      return exchange({
+      return timedExchange({
         method: 'POST',
         url: target,
         body,

@@ -1,8 +1,8 @@
 // The gateway's own metrics: sends by outcome, the retries they took, the lease checks behind
 // them — how many checks, and how many queue requests carried them (they coalesce) — and the
 // forward requests to each downstream with the effects they carried (they batch).
-import { Counter, type Registry } from 'prom-client';
-import { countedElsewhere } from '../platform/metrics.js';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { countedElsewhere, LATENCY_BUCKETS } from '../platform/metrics.js';
 
 export interface SendMetrics {
   /**
@@ -11,6 +11,24 @@ export interface SendMetrics {
    * `downstream` is the configured downstream it was for, when it named one.
    */
   sent(outcome: string, attempts: number, downstream?: string): void;
+}
+
+/** One of the gateway's own requests: a lease check at the queue, or a forward to a downstream (by its name). */
+export type UpstreamCall = { call: 'lease_check'; upstream: 'queue' } | { call: 'forward'; upstream: string };
+
+/**
+ * How long the gateway waited for its own requests: `observe(call, seconds)` takes one, from
+ * sending it to reading its answer (or giving up).
+ */
+export function upstreamTimes(registry: Registry): (call: UpstreamCall, seconds: number) => void {
+  const waited = new Histogram({
+    name: 'leasehold_gateway_upstream_request_duration_seconds',
+    help: 'Time the gateway waited for its own requests, from sending one to reading its answer or giving up: call="lease_check" at the queue, call="forward" to the downstream named by upstream. Less the queue\'s or the downstream\'s own time for the request, the rest is the way there and back.',
+    labelNames: ['call', 'upstream'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  return (call, seconds) => waited.observe(call, seconds);
 }
 
 /** Forward requests made to one downstream and the effects they carried (Forwarder.counts). */

@@ -10,9 +10,18 @@ import type { Lease } from '../queue/types.js';
 import { currentRequestId, withRequestId } from '../platform/request-id.js';
 import type { LeaseVerifier } from './send.js';
 import { sameTurn } from '../platform/same-turn.js';
+import { timed } from '../platform/metrics.js';
 
 /** The queue calls a coalescing verifier makes; QueueClient has them. */
 export type VerifyApi = Pick<QueueClient, 'verify' | 'verifyMany'>;
+
+/** `api`, telling `observe` how long each of its calls took, in seconds, whatever the outcome. */
+export function timedVerifyApi(api: VerifyApi, observe: (seconds: number) => void): VerifyApi {
+  return {
+    verify: (...args) => timed(() => api.verify(...args), observe),
+    verifyMany: (...args) => timed(() => api.verifyMany(...args), observe),
+  };
+}
 
 interface Check {
   id: string;

@@ -13,7 +13,7 @@ export function createRegistry(service: ServiceName): Registry {
 }
 
 /** Latency buckets in seconds, from a cached read to a long-polling claim (30 s at most). */
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The route label of a request no route answered: an unknown path, or a body refused before routing. */
 export const NO_ROUTE = '(none)';
@@ -74,4 +74,15 @@ export function countedElsewhere(registry: Registry, name: string, help: string,
       this.inc(read());
     },
   });
+}
+
+/** `call`'s outcome, telling `observe` how long it took in seconds, whether it resolved or rejected. */
+export async function timed<T>(call: () => Promise<T>, observe: ((seconds: number) => void) | undefined): Promise<T> {
+  if (!observe) return call();
+  const started = performance.now();
+  try {
+    return await call();
+  } finally {
+    observe((performance.now() - started) / 1000);
+  }
 }

@@ -77,7 +77,7 @@ test('--waves times each route of a wave, in both journals, from the services’
     for (const window of windows) {
       expect(window.jobsPerSec, journal).toBeGreaterThan(0);
       const routes = Object.values(window.routes);
-      expect(routes, journal).toHaveLength(4);
+      expect(routes, journal).toHaveLength(6);
       for (const route of routes) {
         expect(route.perSec, journal).toBeGreaterThan(0);
         expect(route.meanMs, journal).toBeGreaterThan(0);
