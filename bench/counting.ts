@@ -12,11 +12,16 @@ export interface ProcessCounts {
   pgCommits: number;
   /** HTTP requests this process's servers received. */
   requests: number;
+  /** SQLite write transactions ended (COMMIT or ROLLBACK answered), and their summed time from BEGIN sent to that answer. */
+  sqliteTransactions: number;
+  sqliteTransactionMs: number;
   /** CPU time this process has used, user and system, in ms. */
   cpuMs: number;
 }
 
-const counts = { statements: 0, pgCommits: 0, requests: 0 };
+const counts = { statements: 0, pgCommits: 0, requests: 0, sqliteTransactions: 0, sqliteTransactionMs: 0 };
+/** When the SQLite transaction open now was begun (a service writes on one connection at a time). */
+let sqliteBegunAt: number | undefined;
 let installed = false;
 
 export function processCounts(): ProcessCounts {
@@ -35,6 +40,8 @@ export function installCounters(): void {
   };
   // Database#run/all/get/each make a Statement and call its method: counted there, once.
   for (const method of ['run', 'all', 'get', 'each']) wrap(sqlite3.Statement.prototype, method, () => 1);
+  // A write transaction's time, from its BEGIN sent to its COMMIT's (or ROLLBACK's) answer.
+  for (const method of ['run', 'all']) timeTransactions(sqlite3.Statement.prototype, method);
   wrap(sqlite3.Database.prototype, 'exec', () => 1);
   const pg = require('pg') as { Client: { prototype: Record<string, unknown> } };
   wrap(pg.Client.prototype, 'query', (args) => {
@@ -44,6 +51,28 @@ export function installCounters(): void {
     return 1;
   });
   subscribe('http.server.request.start', () => counts.requests++);
+}
+
+function timeTransactions(target: Record<string, unknown>, method: string): void {
+  const original = target[method] as ((...args: unknown[]) => unknown) | undefined;
+  if (typeof original !== 'function') return;
+  target[method] = function (this: { sql?: unknown }, ...args: unknown[]) {
+    const sql = typeof this.sql === 'string' ? this.sql : '';
+    if (/^\s*BEGIN\b/i.test(sql)) sqliteBegunAt = performance.now();
+    const last = args.length - 1;
+    const callback = args[last];
+    if (/^\s*(COMMIT|ROLLBACK)\b/i.test(sql) && typeof callback === 'function') {
+      args[last] = function (this: unknown, ...results: unknown[]) {
+        if (sqliteBegunAt !== undefined) {
+          counts.sqliteTransactions++;
+          counts.sqliteTransactionMs += performance.now() - sqliteBegunAt;
+          sqliteBegunAt = undefined;
+        }
+        return (callback as (...a: unknown[]) => unknown).apply(this, results);
+      };
+    }
+    return original.apply(this, args);
+  };
 }
 
 function wrap(target: Record<string, unknown>, method: string, weigh: (args: unknown[]) => number): void {

@@ -11,6 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { QueueClient } from '../queue/client.js';
+import type { ProcessCounts } from './counting.js';
 import { procStat } from './meters.js';
 import { stopChild, type ChildService } from './processes.js';
 import { table } from './report.js';
@@ -78,6 +79,10 @@ interface WindowFigures {
   jobsPerSec: number;
   /** By `ROUTES` label: requests per second and mean ms per request (null: none answered). */
   routes: Record<string, { perSec: number; meanMs: number | null }>;
+  /** The queue's and the receiver's mean write transaction, ms from BEGIN sent to COMMIT answered (null: none). */
+  transactionMs: Record<string, number | null>;
+  /** Every statement the service sent (its reads too), per write transaction. */
+  statementsPerTransaction: Record<string, number | null>;
   /** CPU ms per job by process. */
   cpuMsPerJob: Record<string, number>;
   /** Cores busy on average: every process's CPU over the window's wall time. */
@@ -123,27 +128,24 @@ async function runJournal(options: WavesOptions, journal: SqliteJournal): Promis
       receiver: system.receiver,
     };
     const workerPid = worker.pid!;
-    const read = async () => ({
-      at: performance.now(),
-      done: (await client.stats()).done,
-      metrics: Object.fromEntries(
-        await Promise.all(
-          (Object.keys(services) as ServiceName[]).map(
-            async (name) => [name, await metricsText(services[name].url)] as const,
-          ),
-        ),
-      ) as Record<ServiceName, string>,
-      cpuMs: {
-        ...Object.fromEntries(
-          await Promise.all(
-            (Object.keys(services) as ServiceName[]).map(
-              async (name) => [name, (await services[name].counts()).cpuMs] as const,
-            ),
-          ),
-        ),
-        'leasehold worker': (await procStat(workerPid)).cpuMs,
-      } as Record<string, number>,
-    });
+    const names = Object.keys(services) as ServiceName[];
+    const read = async () => {
+      const counts = Object.fromEntries(
+        await Promise.all(names.map(async (name) => [name, await services[name].counts()] as const)),
+      ) as Record<ServiceName, ProcessCounts>;
+      return {
+        at: performance.now(),
+        done: (await client.stats()).done,
+        metrics: Object.fromEntries(
+          await Promise.all(names.map(async (name) => [name, await metricsText(services[name].url)] as const)),
+        ) as Record<ServiceName, string>,
+        counts,
+        cpuMs: {
+          ...Object.fromEntries(names.map((name) => [name, counts[name].cpuMs])),
+          'leasehold worker': (await procStat(workerPid)).cpuMs,
+        } as Record<string, number>,
+      };
+    };
     progress(`waves, ${journal}: warming up for ${warmUpMs} ms`);
     await sleep(warmUpMs);
     const windows: WindowFigures[] = [];
@@ -168,7 +170,28 @@ async function runJournal(options: WavesOptions, journal: SqliteJournal): Promis
         Object.keys(after.cpuMs).map((name) => [name, (after.cpuMs[name]! - before.cpuMs[name]!) / jobs]),
       );
       const cpuMs = Object.values(cpuMsPerJob).reduce((sum, ms) => sum + ms, 0) * jobs;
-      windows.push({ jobsPerSec: jobs / seconds, routes, cpuMsPerJob, cores: cpuMs / 1000 / seconds });
+      const transactionMs = Object.fromEntries(
+        (['queue', 'receiver'] as const).map((name) => {
+          const count = after.counts[name].sqliteTransactions - before.counts[name].sqliteTransactions;
+          const ms = after.counts[name].sqliteTransactionMs - before.counts[name].sqliteTransactionMs;
+          return [name, count > 0 ? ms / count : null];
+        }),
+      );
+      const statementsPerTransaction = Object.fromEntries(
+        (['queue', 'receiver'] as const).map((name) => {
+          const count = after.counts[name].sqliteTransactions - before.counts[name].sqliteTransactions;
+          const statements = after.counts[name].statements - before.counts[name].statements;
+          return [name, count > 0 ? statements / count : null];
+        }),
+      );
+      windows.push({
+        jobsPerSec: jobs / seconds,
+        routes,
+        transactionMs,
+        statementsPerTransaction,
+        cpuMsPerJob,
+        cores: cpuMs / 1000 / seconds,
+      });
       progress(`waves, ${journal}: window ${round} of ${rounds}: ${(jobs / seconds).toFixed(0)} jobs/s`);
     }
     return { journal, concurrency, windows, pendingAtEnd: (await client.stats()).pending };
@@ -241,6 +264,18 @@ export function renderWaves(all: readonly WavesFigures[]): string {
     for (const { label } of ROUTES) {
       const means = windows.map((w) => w.routes[label]!.meanMs).filter((ms): ms is number => ms !== null);
       rows.push([`  ${label}, ms per request`, means.length > 0 ? spread(means, 2) : 'none']);
+    }
+    for (const name of ['receiver', 'queue']) {
+      const means = windows.map((w) => w.transactionMs[name]).filter((ms): ms is number => ms != null);
+      const statements = windows.map((w) => w.statementsPerTransaction[name]).filter((n): n is number => n != null);
+      rows.push([
+        `${name}: a write transaction, BEGIN sent to COMMIT answered, ms`,
+        means.length > 0 ? spread(means, 2) : 'none',
+      ]);
+      rows.push([
+        `${name}: statements per write transaction (its reads too)`,
+        statements.length > 0 ? spread(statements, 1) : 'none',
+      ]);
     }
     for (const name of Object.keys(windows[0]!.cpuMsPerJob)) {
       rows.push([
