@@ -38,10 +38,15 @@ export function installCounters(): void {
     Statement: { prototype: Record<string, unknown> };
     Database: { prototype: Record<string, unknown> };
   };
-  // Database#run/all/get/each make a Statement and call its method: counted there, once.
-  for (const method of ['run', 'all', 'get', 'each']) wrap(sqlite3.Statement.prototype, method, () => 1);
-  // A write transaction's time, from its BEGIN sent to its COMMIT's (or ROLLBACK's) answer.
-  for (const method of ['run', 'all']) timeTransactions(sqlite3.Statement.prototype, method);
+  // Database#run/all/get/each make a Statement and call its method: counted there, once. A
+  // write transaction's BEGIN and COMMIT come through run or all, and are timed there too.
+  for (const method of ['run', 'all']) {
+    wrap(sqlite3.Statement.prototype, method, (args, statement) => {
+      timeTransaction(statement, args);
+      return 1;
+    });
+  }
+  for (const method of ['get', 'each']) wrap(sqlite3.Statement.prototype, method, () => 1);
   wrap(sqlite3.Database.prototype, 'exec', () => 1);
   const pg = require('pg') as { Client: { prototype: Record<string, unknown> } };
   wrap(pg.Client.prototype, 'query', (args) => {
@@ -53,33 +58,37 @@ export function installCounters(): void {
   subscribe('http.server.request.start', () => counts.requests++);
 }
 
-function timeTransactions(target: Record<string, unknown>, method: string): void {
-  const original = target[method] as ((...args: unknown[]) => unknown) | undefined;
-  if (typeof original !== 'function') return;
-  target[method] = function (this: { sql?: unknown }, ...args: unknown[]) {
-    const sql = typeof this.sql === 'string' ? this.sql : '';
-    if (/^\s*BEGIN\b/i.test(sql)) sqliteBegunAt = performance.now();
-    const last = args.length - 1;
-    const callback = args[last];
-    if (/^\s*(COMMIT|ROLLBACK)\b/i.test(sql) && typeof callback === 'function') {
-      args[last] = function (this: unknown, ...results: unknown[]) {
-        if (sqliteBegunAt !== undefined) {
-          counts.sqliteTransactions++;
-          counts.sqliteTransactionMs += performance.now() - sqliteBegunAt;
-          sqliteBegunAt = undefined;
-        }
-        return (callback as (...a: unknown[]) => unknown).apply(this, results);
-      };
+/**
+ * A write transaction's time, from its BEGIN sent to its COMMIT's (or ROLLBACK's) answer: notes
+ * when a BEGIN is sent, and wraps the callback of a COMMIT or ROLLBACK in `args`, in place.
+ */
+function timeTransaction(statement: unknown, args: unknown[]): void {
+  const sql = (statement as { sql?: unknown }).sql;
+  if (typeof sql !== 'string') return;
+  if (/^\s*BEGIN\b/i.test(sql)) sqliteBegunAt = performance.now();
+  const last = args.length - 1;
+  const callback = args[last];
+  if (!/^\s*(COMMIT|ROLLBACK)\b/i.test(sql) || typeof callback !== 'function') return;
+  args[last] = function (this: unknown, ...results: unknown[]) {
+    if (sqliteBegunAt !== undefined) {
+      counts.sqliteTransactions++;
+      counts.sqliteTransactionMs += performance.now() - sqliteBegunAt;
+      sqliteBegunAt = undefined;
     }
-    return original.apply(this, args);
+    return (callback as (...a: unknown[]) => unknown).apply(this, results);
   };
 }
 
-function wrap(target: Record<string, unknown>, method: string, weigh: (args: unknown[]) => number): void {
+/** Replaces `method` with one that adds `weigh(args, this)` statements, then calls it as it was. */
+function wrap(
+  target: Record<string, unknown>,
+  method: string,
+  weigh: (args: unknown[], self: unknown) => number,
+): void {
   const original = target[method] as ((...args: unknown[]) => unknown) | undefined;
   if (typeof original !== 'function') return;
   target[method] = function (this: unknown, ...args: unknown[]) {
-    counts.statements += weigh(args);
+    counts.statements += weigh(args, this);
     return original.apply(this, args);
   };
 }

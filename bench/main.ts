@@ -4,7 +4,7 @@
 import { Command, Option } from 'commander';
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { checkOptions, parseAutoOrWholeNumber, parseWholeNumber, usageErrors } from '../platform/flags.js';
+import { checkOptions, LOG_LEVELS, parseAutoOrWholeNumber, parseWholeNumber, usageErrors } from '../platform/flags.js';
 import { analyse } from './analysis.js';
 import { installCounters } from './counting.js';
 import {
@@ -154,7 +154,7 @@ const program = new Command('npm run bench --')
       '--service-log-level <level>',
       "the services' log level, their JSON lines each going to a file of its own under the run's folder (kept with --keep), as an operator would keep them: what logging costs",
     )
-      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .choices(LOG_LEVELS)
       .default('silent'),
   )
   .option(

@@ -99,7 +99,7 @@ export function profileChildrenInto(dir: string): void {
   childNodeFlags = [...childNodeFlags, '--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
-/** Where services log, when not silent (`--log-level`): each to a file of its own in `dir`. */
+/** Where services log, when not silent (`--service-log-level`): each to a file of its own in `dir`. */
 let serviceLogs: { level: string; dir: string } | undefined;
 let serviceLogFiles = 0;
 

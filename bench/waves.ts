@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { QueueClient } from '../queue/client.js';
 import type { ProcessCounts } from './counting.js';
-import { procStat } from './meters.js';
+import { cpuTotal, deltaByKind, procStat } from './meters.js';
 import { stopChild, type ChildService } from './processes.js';
 import { table } from './report.js';
 import { System } from './services.js';
@@ -79,10 +79,11 @@ interface WindowFigures {
   jobsPerSec: number;
   /** By `ROUTES` label: requests per second and mean ms per request (null: none answered). */
   routes: Record<string, { perSec: number; meanMs: number | null }>;
-  /** The queue's and the receiver's mean write transaction, ms from BEGIN sent to COMMIT answered (null: none). */
-  transactionMs: Record<string, number | null>;
-  /** Every statement the service sent (its reads too), per write transaction. */
-  statementsPerTransaction: Record<string, number | null>;
+  /**
+   * The queue's and the receiver's mean write transaction: ms from BEGIN sent to COMMIT
+   * answered, and every statement the service sent (its reads too) per transaction; null: none.
+   */
+  transactions: Record<string, { ms: number; statements: number } | null>;
   /** CPU ms per job by process. */
   cpuMsPerJob: Record<string, number>;
   /** Cores busy on average: every process's CPU over the window's wall time. */
@@ -166,31 +167,21 @@ async function runJournal(options: WavesOptions, journal: SqliteJournal): Promis
           meanMs: count > 0 ? ((is.sumSeconds - was.sumSeconds) * 1000) / count : null,
         };
       }
-      const cpuMsPerJob = Object.fromEntries(
-        Object.keys(after.cpuMs).map((name) => [name, (after.cpuMs[name]! - before.cpuMs[name]!) / jobs]),
-      );
-      const cpuMs = Object.values(cpuMsPerJob).reduce((sum, ms) => sum + ms, 0) * jobs;
-      const transactionMs = Object.fromEntries(
+      const cpu = deltaByKind(before.cpuMs, after.cpuMs);
+      const transactions = Object.fromEntries(
         (['queue', 'receiver'] as const).map((name) => {
           const count = after.counts[name].sqliteTransactions - before.counts[name].sqliteTransactions;
           const ms = after.counts[name].sqliteTransactionMs - before.counts[name].sqliteTransactionMs;
-          return [name, count > 0 ? ms / count : null];
-        }),
-      );
-      const statementsPerTransaction = Object.fromEntries(
-        (['queue', 'receiver'] as const).map((name) => {
-          const count = after.counts[name].sqliteTransactions - before.counts[name].sqliteTransactions;
           const statements = after.counts[name].statements - before.counts[name].statements;
-          return [name, count > 0 ? statements / count : null];
+          return [name, count > 0 ? { ms: ms / count, statements: statements / count } : null];
         }),
       );
       windows.push({
         jobsPerSec: jobs / seconds,
         routes,
-        transactionMs,
-        statementsPerTransaction,
-        cpuMsPerJob,
-        cores: cpuMs / 1000 / seconds,
+        transactions,
+        cpuMsPerJob: Object.fromEntries(Object.entries(cpu).map(([name, ms]) => [name, (ms ?? NaN) / jobs])),
+        cores: cpuTotal(cpu)! / 1000 / seconds,
       });
       progress(`waves, ${journal}: window ${round} of ${rounds}: ${(jobs / seconds).toFixed(0)} jobs/s`);
     }
@@ -266,15 +257,24 @@ export function renderWaves(all: readonly WavesFigures[]): string {
       rows.push([`  ${label}, ms per request`, means.length > 0 ? spread(means, 2) : 'none']);
     }
     for (const name of ['receiver', 'queue']) {
-      const means = windows.map((w) => w.transactionMs[name]).filter((ms): ms is number => ms != null);
-      const statements = windows.map((w) => w.statementsPerTransaction[name]).filter((n): n is number => n != null);
+      const seen = windows.flatMap((w) => w.transactions[name] ?? []);
       rows.push([
         `${name}: a write transaction, BEGIN sent to COMMIT answered, ms`,
-        means.length > 0 ? spread(means, 2) : 'none',
+        seen.length > 0
+          ? spread(
+              seen.map((t) => t.ms),
+              2,
+            )
+          : 'none',
       ]);
       rows.push([
         `${name}: statements per write transaction (its reads too)`,
-        statements.length > 0 ? spread(statements, 1) : 'none',
+        seen.length > 0
+          ? spread(
+              seen.map((t) => t.statements),
+              1,
+            )
+          : 'none',
       ]);
     }
     for (const name of Object.keys(windows[0]!.cpuMsPerJob)) {
