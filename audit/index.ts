@@ -6,7 +6,7 @@ import { QueueClient } from '../queue/client.js';
 import type { JobSummary } from '../queue/types.js';
 import { ReceiverClient } from '../receiver/client.js';
 import { httpUrl } from '../platform/url.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 import type { Effect } from '../receiver/index.js';
 import {
   auditRules,
@@ -73,13 +73,6 @@ const MAX_PAGE = 1_000;
 /** Reads of the receiver's effects and totals before a disagreement between them is believed. */
 const TOTALS_READS = 3;
 
-/**
- * Reads both sides and judges them. The queue is read first: a job done by then had its effect
- * sent before it finished, so the receiver, read after, has it. What the later read may show
- * that the first did not (a job enqueued since, a job claimed again since) is read again from
- * the queue before it is called a violation. Best run on a quiet system: after a test, or with
- * the workers stopped.
- */
 const AUDIT_OPTION_NAMES: OptionNames<AuditOptions> = {
   queue: true,
   receiver: true,
@@ -91,9 +84,15 @@ const AUDIT_OPTION_NAMES: OptionNames<AuditOptions> = {
   signal: true,
 };
 
+/**
+ * Reads both sides and judges them. The queue is read first: a job done by then had its effect
+ * sent before it finished, so the receiver, read after, has it. What the later read may show
+ * that the first did not (a job enqueued since, a job claimed again since) is read again from
+ * the queue before it is called a violation. Best run on a quiet system: after a test, or with
+ * the workers stopped.
+ */
 export async function audit(options: AuditOptions): Promise<AuditReport> {
-  if (options === undefined) throw new TypeError('audit takes an object of options, not undefined.');
-  checkOptionNames('audit', options, AUDIT_OPTION_NAMES);
+  checkRequiredOptions('audit', options, AUDIT_OPTION_NAMES);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const queue =
     typeof options.queue === 'string'

@@ -4,7 +4,7 @@
 // left unanswered within the timeout ends the run after its case: the rest are not run.
 import { randomBytes } from 'node:crypto';
 import { httpUrl } from '../platform/url.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 import { BATCH_CASE } from './batch-case.js';
 import { CASES, CaseFailure, CaseSkipped } from './cases.js';
 import { createPeer } from './peer.js';
@@ -44,7 +44,6 @@ export interface ConformReport {
 
 export const CONFORM_DEFAULTS = { races: 16, timeoutMs: 10_000 } as const;
 
-/** Runs every case against `url`; resolves whatever the downstream does (a failure is a result). */
 const CONFORM_OPTION_NAMES: OptionNames<ConformOptions> = {
   url: true,
   secret: true,
@@ -53,9 +52,9 @@ const CONFORM_OPTION_NAMES: OptionNames<ConformOptions> = {
   onCase: true,
 };
 
+/** Runs every case against `url`; resolves whatever the downstream does (a failure is a result). */
 export async function conform(options: ConformOptions): Promise<ConformReport> {
-  if (options === undefined) throw new TypeError('conform takes an object of options, not undefined.');
-  checkOptionNames('conform', options, CONFORM_OPTION_NAMES);
+  checkRequiredOptions('conform', options, CONFORM_OPTION_NAMES);
   const url = httpUrl('url', options.url);
   if (options.secret === '') throw new RangeError('secret must not be empty; leave it out for an unsigned downstream.');
   const races = options.races ?? CONFORM_DEFAULTS.races;

@@ -26,14 +26,13 @@ import { sendBody, sendsBody } from './schemas.js';
 import { createSend, type SendResult } from './send.js';
 import { DEFAULT_DOWNSTREAM, type SendRequest } from './types.js';
 import { CoalescingVerifier, timedVerifyApi } from './verifier.js';
-import { checkOptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions } from '../platform/option-names.js';
 
 /** An express app that owns keep-alive connection pools: `close()` releases them. */
 export type GatewayApp = Express & { close(): void };
 
 export function createGatewayApp(options: GatewayOptions): GatewayApp {
-  if (options === undefined) throw new TypeError('createGatewayApp takes an object of options, not undefined.');
-  checkOptionNames('createGatewayApp', options, GATEWAY_OPTION_NAMES);
+  checkRequiredOptions('createGatewayApp', options, GATEWAY_OPTION_NAMES);
   const resolved = resolveGatewayOptions(options);
   // Every line logged while a send is handled carries its reqId, which the queue and the receiver get too.
   const logger = withRequestIds(resolved.logger);

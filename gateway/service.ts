@@ -6,11 +6,11 @@ import {
   checkHost,
   checkPort,
   listen,
-  SERVER_LIMIT_NAMES,
+  LISTEN_OPTION_NAMES,
   serverLimitsOf,
   type ServerLimits,
 } from '../platform/listen.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface GatewayServiceOptions extends GatewayOptions, ServerLimits {
   /** Default 127.0.0.1. */
@@ -29,13 +29,11 @@ export interface GatewayService {
 
 const GATEWAY_SERVICE_OPTION_NAMES: OptionNames<GatewayServiceOptions> = {
   ...GATEWAY_OPTION_NAMES,
-  ...SERVER_LIMIT_NAMES,
-  host: true,
-  port: true,
+  ...LISTEN_OPTION_NAMES,
 };
 
 export async function startGateway(options: GatewayServiceOptions): Promise<GatewayService> {
-  checkOptionNames('startGateway', options, GATEWAY_SERVICE_OPTION_NAMES);
+  checkRequiredOptions('startGateway', options, GATEWAY_SERVICE_OPTION_NAMES);
   const port = checkPort(options.port);
   const host = checkHost(options.host);
   const app = createGatewayApp(gatewayOptionsOf(options));

@@ -28,12 +28,17 @@ export interface ServerLimits {
   maxConnections?: number;
 }
 
-/** The names of ServerLimits, part of every service's option names (platform/option-names.ts). */
-export const SERVER_LIMIT_NAMES: OptionNames<ServerLimits> = {
+/**
+ * The option names every service's start function has for listening: where (`host`, `port`) and
+ * its ServerLimits (platform/option-names.ts).
+ */
+export const LISTEN_OPTION_NAMES: OptionNames<ServerLimits & { host?: string; port?: number }> = {
   firstByteTimeoutMs: true,
   headersTimeoutMs: true,
   requestTimeoutMs: true,
   maxConnections: true,
+  port: true,
+  host: true,
 };
 
 /** Only the limits of `options` (a service's options hold many other things). */

@@ -29,6 +29,12 @@ export function checkOptionNames<T>(what: string, options: T, names: Readonly<Re
   throw new RangeError(`${what} does not take ${named.join(', ')}; its options are ${known.join(', ')}.`);
 }
 
+/** `checkOptionNames` for a call whose options are required: undefined is refused too. */
+export function checkRequiredOptions<T>(what: string, options: T, names: Readonly<Record<string, true>>): T {
+  if (options === undefined) throw new TypeError(`${what} takes an object of options, not undefined.`);
+  return checkOptionNames(what, options, names);
+}
+
 /** The known name `key` is closest to, if it differs from it by case alone or by two edits at most. */
 function likelyMeant(key: string, known: readonly string[]): string | undefined {
   const lower = key.toLowerCase();

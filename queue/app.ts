@@ -40,7 +40,7 @@ import {
 import { ClaimWaiters } from './long-poll.js';
 import { QueueUi } from './ui.js';
 import type { QueueStore } from './store.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface QueueAppOptions {
   store: QueueStore;
@@ -68,8 +68,7 @@ const QUEUE_APP_OPTION_NAMES: OptionNames<QueueAppOptions> = {
 };
 
 export function createQueueApp(options: QueueAppOptions): QueueApp {
-  if (options === undefined) throw new TypeError('createQueueApp takes an object of options, not undefined.');
-  checkOptionNames('createQueueApp', options, QUEUE_APP_OPTION_NAMES);
+  checkRequiredOptions('createQueueApp', options, QUEUE_APP_OPTION_NAMES);
   const {
     store: storeIn,
     logger: loggerIn = pino({ level: 'silent' }),

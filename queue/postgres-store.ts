@@ -23,7 +23,7 @@ import {
 } from '../platform/postgres.js';
 import { postgresWrites, type PostgresWrites } from '../platform/postgres-writes.js';
 import type { Clock, LateFinishPolicy } from './types.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface PostgresQueueOptions {
   /** `postgres://user:password@host:port/database`, optionally with `?schema=NAME`. */
@@ -120,7 +120,6 @@ export function postgresDialect(options: {
   };
 }
 
-/** Opens (and migrates, serialised across processes) a queue store on PostgreSQL. */
 const POSTGRES_QUEUE_OPTION_NAMES: OptionNames<PostgresQueueOptions> = {
   connectionString: true,
   schema: true,
@@ -130,9 +129,9 @@ const POSTGRES_QUEUE_OPTION_NAMES: OptionNames<PostgresQueueOptions> = {
   poolMax: true,
 };
 
+/** Opens (and migrates, serialised across processes) a queue store on PostgreSQL. */
 export async function openPostgresQueueStore(options: PostgresQueueOptions): Promise<KnexQueueStore> {
-  if (options === undefined) throw new TypeError('openPostgresQueueStore takes an object of options, not undefined.');
-  checkOptionNames('openPostgresQueueStore', options, POSTGRES_QUEUE_OPTION_NAMES);
+  checkRequiredOptions('openPostgresQueueStore', options, POSTGRES_QUEUE_OPTION_NAMES);
   const target = parsePostgresUrl(options.connectionString);
   const schema = checkSchemaName(options.schema) ?? target.schema;
   const knex = openPostgres({ connectionString: target.connectionString, schema, poolMax: options.poolMax });

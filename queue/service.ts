@@ -9,11 +9,11 @@ import {
   checkHost,
   checkPort,
   listen,
-  SERVER_LIMIT_NAMES,
+  LISTEN_OPTION_NAMES,
   serverLimitsOf,
   type ServerLimits,
 } from '../platform/listen.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption, isPostgresUrl, looksLikeUrl, redactDb } from '../platform/postgres.js';
 import { openPostgresQueueStore } from './postgres-store.js';
 import { openSqliteQueueStore } from './sqlite-store.js';
@@ -92,10 +92,8 @@ export async function openQueueStore(
 }
 
 const QUEUE_SERVICE_OPTION_NAMES: OptionNames<QueueServiceOptions> = {
-  ...SERVER_LIMIT_NAMES,
+  ...LISTEN_OPTION_NAMES,
   db: true,
-  host: true,
-  port: true,
   latePolicy: true,
   clock: true,
   logger: true,
@@ -107,7 +105,7 @@ const QUEUE_SERVICE_OPTION_NAMES: OptionNames<QueueServiceOptions> = {
 };
 
 export async function startQueue(options: QueueServiceOptions): Promise<QueueService> {
-  checkOptionNames('startQueue', options, QUEUE_SERVICE_OPTION_NAMES);
+  checkRequiredOptions('startQueue', options, QUEUE_SERVICE_OPTION_NAMES);
   const logger = options.logger ?? pino({ level: 'silent' });
   // Checked before the store is opened, so a bad option leaves no file behind.
   const port = checkPort(options.port);

@@ -16,7 +16,7 @@ import {
   type SqliteJournal,
 } from '../platform/sqlite.js';
 import { systemClock, type Clock, type LateFinishPolicy } from './types.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface SqliteQueueOptions {
   /** Path of the database file, or `:memory:`. */
@@ -71,7 +71,6 @@ export function sqliteDialect(db: SqliteDatabase, clock: Clock, busyBudgetMs: nu
   };
 }
 
-/** Opens (and migrates) a queue store on one SQLite file. */
 const SQLITE_QUEUE_OPTION_NAMES: OptionNames<SqliteQueueOptions> = {
   filename: true,
   clock: true,
@@ -82,9 +81,9 @@ const SQLITE_QUEUE_OPTION_NAMES: OptionNames<SqliteQueueOptions> = {
   commitWindowMs: true,
 };
 
+/** Opens (and migrates) a queue store on one SQLite file. */
 export async function openSqliteQueueStore(options: SqliteQueueOptions): Promise<KnexQueueStore> {
-  if (options === undefined) throw new TypeError('openSqliteQueueStore takes an object of options, not undefined.');
-  checkOptionNames('openSqliteQueueStore', options, SQLITE_QUEUE_OPTION_NAMES);
+  checkRequiredOptions('openSqliteQueueStore', options, SQLITE_QUEUE_OPTION_NAMES);
   const busyBudgetMs = options.busyBudgetMs ?? 60_000;
   const db = openSqlite({
     filename: options.filename,

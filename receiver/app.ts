@@ -25,7 +25,7 @@ import { fencedEffects, receiverErrors } from './middleware.js';
 import { receiverOpenApi } from './openapi.js';
 import { systemClock, type Clock } from './rules.js';
 import type { EffectStore } from './store.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface ReceiverAppOptions<Tx> {
   store: EffectStore<Tx>;
@@ -49,8 +49,7 @@ const RECEIVER_APP_OPTION_NAMES: OptionNames<ReceiverAppOptions<unknown>> = {
 };
 
 export function createReceiverApp<Tx>(options: ReceiverAppOptions<Tx>): Express {
-  if (options === undefined) throw new TypeError('createReceiverApp takes an object of options, not undefined.');
-  checkOptionNames('createReceiverApp', options, RECEIVER_APP_OPTION_NAMES);
+  checkRequiredOptions('createReceiverApp', options, RECEIVER_APP_OPTION_NAMES);
   const { store, secret, faults } = options;
   const clock = options.clock ?? systemClock;
   // Every line logged while a request is handled carries its reqId (the gateway passes its own on).

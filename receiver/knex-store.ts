@@ -13,7 +13,7 @@ import { recordIn } from './sql/record.js';
 import { recordBatchIn } from './sql/record-batch.js';
 import { resetIn } from './sql/reset.js';
 import type { ApplyEffect, EffectStore, PageQuery, PruneOptions, Recorded } from './store.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export type { EffectDialect } from './dialect.js';
 
@@ -41,12 +41,11 @@ function canonical(request: EffectRequest): EffectRequest {
   return request.body === undefined ? request : { ...request, body: canonicalBody(request.body) };
 }
 
-/** An EffectStore over a migrated knex handle (SQLite 3.35+ or PostgreSQL). */
 const KNEX_EFFECT_STORE_OPTION_NAMES: OptionNames<KnexEffectStoreOptions> = { knex: true, dialect: true };
 
+/** An EffectStore over a migrated knex handle (SQLite 3.35+ or PostgreSQL). */
 export function createKnexEffectStore(options: KnexEffectStoreOptions): KnexEffectStore {
-  if (options === undefined) throw new TypeError('createKnexEffectStore takes an object of options, not undefined.');
-  checkOptionNames('createKnexEffectStore', options, KNEX_EFFECT_STORE_OPTION_NAMES);
+  checkRequiredOptions('createKnexEffectStore', options, KNEX_EFFECT_STORE_OPTION_NAMES);
   const { knex, dialect } = options;
   const write = <T>(work: (executor: Executor) => Promise<T>): Promise<T> =>
     dialect.write ? dialect.write(knex, work) : dialect.transaction(knex, work);

@@ -92,6 +92,15 @@ function checkEffectStore(store: unknown): void {
   }
 }
 
+const FENCED_EFFECTS_OPTION_NAMES: OptionNames<FencedEffectsOptions<unknown>> = {
+  store: true,
+  clock: true,
+  secret: true,
+  apply: true,
+  logger: true,
+  metrics: true,
+};
+
 /**
  * A router for one route (`app.post('/effects', fencedEffects({store}))`): reads the body
  * (declared JSON, 1 MiB at most), checks the Fencing-Token header, the signature (over the
@@ -106,15 +115,6 @@ function checkEffectStore(store: unknown): void {
  * token's place, and is answered `200 {results: [{status, body}, ...]}`, each effect as its own
  * request would have been. Every answer of the route names that target in `Leasehold-Batch`.
  */
-const FENCED_EFFECTS_OPTION_NAMES: OptionNames<FencedEffectsOptions<unknown>> = {
-  store: true,
-  clock: true,
-  secret: true,
-  apply: true,
-  logger: true,
-  metrics: true,
-};
-
 export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`fencedEffects takes {store, apply?, secret?, clock?}, not ${describeValue(options)}.`);

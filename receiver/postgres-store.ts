@@ -14,7 +14,7 @@ import type { EffectDialect } from './dialect.js';
 import { ReceiverError } from './errors.js';
 import { createKnexEffectStore, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface PostgresEffectStoreOptions {
   /** `postgres://user:password@host:port/database`, optionally with `?schema=NAME`. */
@@ -54,7 +54,6 @@ function postgresUnavailable(err: unknown): ReceiverError | undefined {
   return message === undefined ? undefined : new ReceiverError('busy', message, {}, undefined, { cause: err });
 }
 
-/** Opens (and migrates, serialised across processes) the receiver's store on PostgreSQL. */
 const POSTGRES_EFFECT_STORE_OPTION_NAMES: OptionNames<PostgresEffectStoreOptions> = {
   connectionString: true,
   schema: true,
@@ -62,9 +61,9 @@ const POSTGRES_EFFECT_STORE_OPTION_NAMES: OptionNames<PostgresEffectStoreOptions
   poolMax: true,
 };
 
+/** Opens (and migrates, serialised across processes) the receiver's store on PostgreSQL. */
 export async function openPostgresEffectStore(options: PostgresEffectStoreOptions): Promise<KnexEffectStore> {
-  if (options === undefined) throw new TypeError('openPostgresEffectStore takes an object of options, not undefined.');
-  checkOptionNames('openPostgresEffectStore', options, POSTGRES_EFFECT_STORE_OPTION_NAMES);
+  checkRequiredOptions('openPostgresEffectStore', options, POSTGRES_EFFECT_STORE_OPTION_NAMES);
   const target = parsePostgresUrl(options.connectionString);
   const schema = checkSchemaName(options.schema) ?? target.schema;
   const knex = openPostgres({ connectionString: target.connectionString, schema, poolMax: options.poolMax });

@@ -12,7 +12,7 @@ import {
   checkPort,
   listen,
   resolveListenOptions,
-  SERVER_LIMIT_NAMES,
+  LISTEN_OPTION_NAMES,
   serverLimitsOf,
   type Listening,
   type ServerLimits,
@@ -105,11 +105,8 @@ interface ResolvedOptions {
   limits: ServerLimits;
 }
 
-/** Defaults and checks in one place; everything below takes only the resolved shape. */
 const START_RECEIVER_OPTION_NAMES: OptionNames<StartReceiverOptions> = {
-  ...SERVER_LIMIT_NAMES,
-  port: true,
-  host: true,
+  ...LISTEN_OPTION_NAMES,
   db: true,
   secret: true,
   testMode: true,
@@ -119,6 +116,7 @@ const START_RECEIVER_OPTION_NAMES: OptionNames<StartReceiverOptions> = {
   retainJournalMs: true,
 };
 
+/** Defaults and checks in one place; everything below takes only the resolved shape. */
 export function resolveStartOptions(options: StartReceiverOptions): ResolvedOptions {
   checkOptionNames('startReceiver', options, START_RECEIVER_OPTION_NAMES);
   const port = checkPort(options.port);

@@ -9,7 +9,7 @@ import type { EffectDialect } from './dialect.js';
 import { ReceiverError } from './errors.js';
 import { createKnexEffectStore, type KnexEffectStore } from './knex-store.js';
 import { migrateReceiver } from './migrations/index.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface SqliteEffectStoreOptions {
   /** A file path (its parent directory is created) or `:memory:`. */
@@ -53,7 +53,6 @@ function sqliteUnavailable(err: unknown): ReceiverError | undefined {
   return message === undefined ? undefined : new ReceiverError('busy', message, {}, undefined, { cause: err });
 }
 
-/** Opens, migrates and wraps one SQLite file: the receiver's default store. */
 const SQLITE_EFFECT_STORE_OPTION_NAMES: OptionNames<SqliteEffectStoreOptions> = {
   filename: true,
   busyTimeoutMs: true,
@@ -61,9 +60,9 @@ const SQLITE_EFFECT_STORE_OPTION_NAMES: OptionNames<SqliteEffectStoreOptions> = 
   journal: true,
 };
 
+/** Opens, migrates and wraps one SQLite file: the receiver's default store. */
 export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): Promise<KnexEffectStore> {
-  if (options === undefined) throw new TypeError('openSqliteEffectStore takes an object of options, not undefined.');
-  checkOptionNames('openSqliteEffectStore', options, SQLITE_EFFECT_STORE_OPTION_NAMES);
+  checkRequiredOptions('openSqliteEffectStore', options, SQLITE_EFFECT_STORE_OPTION_NAMES);
   if (options.filename !== ':memory:') await mkdir(dirname(options.filename), { recursive: true });
   const db = openSqlite({
     filename: options.filename,

@@ -5,7 +5,7 @@ import { httpUrl } from '../platform/url.js';
 import { checkApiKey } from '../platform/exchange.js';
 import { describeValue } from '../platform/describe-value.js';
 import { idProblem } from '../platform/ids.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 import type { WorkerEvent } from './events.js';
 import { heartbeatIntervalMs } from './rules.js';
 import type { EffectSender, QueueApi, WorkerHooks } from './types.js';
@@ -138,8 +138,7 @@ export const WORKER_OPTION_NAMES: OptionNames<WorkerOptions> = {
 
 /** `what`: the call the options were given to, as an error names it. */
 export function resolveWorkerOptions(options: WorkerOptions, what = 'createWorker'): ResolvedWorkerOptions {
-  if (options === undefined) throw new TypeError(`${what} takes an object of options, not undefined.`);
-  checkOptionNames(what, options, WORKER_OPTION_NAMES);
+  checkRequiredOptions(what, options, WORKER_OPTION_NAMES);
   const name = options.name;
   if (typeof name !== 'string' || name.length === 0 || name.length > 256) {
     throw new RangeError(`name must be a non-empty string of at most 256 characters, not ${JSON.stringify(name)}.`);

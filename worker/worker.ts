@@ -7,7 +7,7 @@ import { QueueClient } from '../queue/client.js';
 import { FreshAgent } from './connections.js';
 import type { WorkerEventBody } from './events.js';
 import { FinishCoalescer } from './finish-batch.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { checkOptionNames, checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 import {
   resolveWorkerOptions,
   WORKER_OPTION_NAMES,
@@ -196,8 +196,7 @@ const RUN_WORKER_OPTION_NAMES: OptionNames<RunWorkerOptions> = {
 
 /** Runs a worker until `signal` aborts (or `maxJobs`), then closes it. */
 export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummary> {
-  if (options === undefined) throw new TypeError('runWorker takes an object of options, not undefined.');
-  checkOptionNames('runWorker', options, RUN_WORKER_OPTION_NAMES);
+  checkRequiredOptions('runWorker', options, RUN_WORKER_OPTION_NAMES);
   const { handler, signal, maxJobs, ...workerOptions } = options;
   const worker = new Worker(workerOptions, 'runWorker');
   try {
