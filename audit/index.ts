@@ -84,6 +84,8 @@ const AUDIT_OPTION_NAMES: OptionNames<AuditOptions> = {
   signal: true,
 };
 
+const AUDIT_DOWNSTREAM_NAMES: OptionNames<AuditDownstream> = { name: true, url: true, keys: true };
+
 /**
  * Reads both sides and judges them. The queue is read first: a job done by then had its effect
  * sent before it finished, so the receiver, read after, has it. What the later read may show
@@ -101,8 +103,8 @@ export async function audit(options: AuditOptions): Promise<AuditReport> {
   const receiver =
     typeof options.receiver === 'string' ? new ReceiverClient(options.receiver, { timeoutMs }) : options.receiver;
   const call = options.signal ? { signal: options.signal } : {};
-  const others = (options.downstreams ?? []).map((d) => ({
-    ...d,
+  const others = (options.downstreams ?? []).map((d, i) => ({
+    ...checkRequiredOptions(`audit's downstreams[${i}]`, d, AUDIT_DOWNSTREAM_NAMES),
     client: typeof d.url === 'string' ? new ReceiverClient(listingBase(d.name, d.url), { timeoutMs }) : d.url,
   }));
   try {

@@ -5,6 +5,7 @@ import { describeValue } from '../platform/describe-value.js';
 import { urlUnder } from '../platform/exchange.js';
 import { httpUrl } from '../platform/url.js';
 import { DEFAULT_DOWNSTREAM } from './types.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 /** A name is a word an operator types and an environment variable can carry (`LEASEHOLD_SECRET_<NAME>`). */
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -15,6 +16,8 @@ export interface DownstreamOptions {
   /** Signs what is forwarded to it; default: the gateway's `secret`. */
   secret?: string | undefined;
 }
+
+const DOWNSTREAM_OPTION_NAMES: OptionNames<DownstreamOptions> = { url: true, secret: true };
 
 export interface Downstream {
   name: string;
@@ -76,6 +79,7 @@ export function resolveDownstreams(
     if (typeof options !== 'object' || options === null) {
       throw new TypeError(`downstreams.${name} must be {url, secret?}, not ${describeValue(options)}.`);
     }
+    checkOptionNames(`downstreams.${name}`, options, DOWNSTREAM_OPTION_NAMES);
     if (options.secret !== undefined && typeof options.secret !== 'string') {
       throw new TypeError(`downstreams.${name}.secret must be a string, not ${describeValue(options.secret)}.`);
     }

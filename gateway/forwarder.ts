@@ -15,6 +15,7 @@ import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js
 import { timed } from '../platform/metrics.js';
 import { REQUEST_ID_HEADER } from '../platform/request-id.js';
 import { BatchQueue, type BatchSender } from './batch-forward.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface ForwarderOptions {
   /** The downstream's effect endpoint, path included (a receiver's is `<base>/effects`). */
@@ -83,7 +84,17 @@ const MAX_BATCH_ANSWER_BYTES = 16 * 1024 * 1024;
 /** The header a downstream names its batch target in (lower-case, as Node presents it). */
 export const BATCH_OFFER_HEADER = 'leasehold-batch';
 
+const FORWARDER_OPTION_NAMES: OptionNames<ForwarderOptions> = {
+  endpoint: true,
+  secret: true,
+  now: true,
+  batching: true,
+  logger: true,
+  observe: true,
+};
+
 export function createForwarder(options: ForwarderOptions): Forwarder {
+  checkRequiredOptions('createForwarder', options, FORWARDER_OPTION_NAMES);
   const { endpoint, secret, now } = options;
   const agent = keepAliveAgent();
   const url = new URL(endpoint.href);

@@ -5,6 +5,7 @@
 import { QueueError } from './errors.js';
 import type { QueueStore } from './store.js';
 import type { Lease } from './types.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 export interface LongPollOptions {
   /**
@@ -21,6 +22,8 @@ export interface LongPollOptions {
 }
 
 export const DEFAULT_MAX_CLAIM_WAITERS = 512;
+
+const LONG_POLL_OPTION_NAMES: OptionNames<LongPollOptions> = { repollMs: true, maxWaiters: true };
 
 interface Waiter {
   owner: string;
@@ -49,6 +52,7 @@ export class ClaimWaiters {
     private readonly store: QueueStore,
     options: LongPollOptions = {},
   ) {
+    checkOptionNames('ClaimWaiters', options, LONG_POLL_OPTION_NAMES);
     this.repollMs = options.repollMs ?? 250;
     this.maxWaiters = options.maxWaiters ?? DEFAULT_MAX_CLAIM_WAITERS;
     this.unsubscribe = store.onClaimable(() => this.pump());

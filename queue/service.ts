@@ -64,10 +64,19 @@ export interface QueueService {
   close(): Promise<void>;
 }
 
+type QueueStoreOptions = Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock' | 'journal' | 'commitWindowMs'>;
+
+const QUEUE_STORE_OPTION_NAMES: OptionNames<QueueStoreOptions> = {
+  db: true,
+  latePolicy: true,
+  clock: true,
+  journal: true,
+  commitWindowMs: true,
+};
+
 /** Opens and migrates the store `db` names: PostgreSQL for a postgres:// URL, SQLite otherwise. */
-export async function openQueueStore(
-  options: Pick<QueueServiceOptions, 'db' | 'latePolicy' | 'clock' | 'journal' | 'commitWindowMs'>,
-): Promise<QueueStore> {
+export async function openQueueStore(options: QueueStoreOptions): Promise<QueueStore> {
+  checkRequiredOptions('openQueueStore', options, QUEUE_STORE_OPTION_NAMES);
   checkDbOption(options.db);
   checkClock(options.clock);
   if (isPostgresUrl(options.db)) {
@@ -110,7 +119,8 @@ export async function startQueue(options: QueueServiceOptions): Promise<QueueSer
   // Checked before the store is opened, so a bad option leaves no file behind.
   const port = checkPort(options.port);
   const host = checkHost(options.host);
-  const store = await openQueueStore(options);
+  const { db, latePolicy, clock, journal, commitWindowMs } = options;
+  const store = await openQueueStore({ db, latePolicy, clock, journal, commitWindowMs });
   let app;
   try {
     app = createQueueApp({ store, logger, apiKey: options.apiKey, maxClaimWaiters: options.maxClaimWaiters });

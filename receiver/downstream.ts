@@ -4,6 +4,7 @@
 import type { Knex } from 'knex';
 import { migrateSerialised } from '../platform/postgres.js';
 import type { KnexEffectStore } from './knex-store.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 export interface DownstreamMigration {
   /** Unique and stable: it is recorded once run. Migrations run in the order given. */
@@ -17,6 +18,8 @@ export interface MigrateDownstreamOptions {
   tableName?: string;
 }
 
+const MIGRATE_DOWNSTREAM_OPTION_NAMES: OptionNames<MigrateDownstreamOptions> = { tableName: true };
+
 /**
  * Runs the migrations not yet run on the store's database, before the app serves. Safe on every
  * start; on PostgreSQL processes starting together migrate one after another.
@@ -26,6 +29,7 @@ export async function migrateDownstream(
   migrations: readonly DownstreamMigration[],
   options: MigrateDownstreamOptions = {},
 ): Promise<void> {
+  checkOptionNames('migrateDownstream', options, MIGRATE_DOWNSTREAM_OPTION_NAMES);
   const names = new Set<string>();
   for (const migration of migrations) {
     if (names.has(migration.name)) throw new RangeError(`Two downstream migrations are named "${migration.name}".`);

@@ -6,9 +6,10 @@
 import { describeValue } from '../platform/describe-value.js';
 import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption } from '../platform/postgres.js';
-import type { SystemOptions } from './system.js';
+import type { DownstreamOption, SystemOptions } from './system.js';
 
 const KNOWN: OptionNames<SystemOptions> = { db: true, clock: true, secret: true, apiKey: true, downstreams: true };
+const DOWNSTREAM_NAMES: OptionNames<Exclude<DownstreamOption, 'stub'>> = { url: true, secret: true };
 
 /** Throws a TypeError or RangeError naming the first option that is not what `startSystem` takes. */
 export function checkSystemOptions(options: unknown): void {
@@ -39,6 +40,7 @@ export function checkSystemOptions(options: unknown): void {
     if (!isRecord(value) || typeof value.url !== 'string') {
       throw new TypeError(`downstreams.${name} must be "stub" or {url, secret?}, not ${describeValue(value)}.`);
     }
+    checkOptionNames(`startSystem's downstreams.${name}`, value, DOWNSTREAM_NAMES);
     if (value.secret !== undefined && typeof value.secret !== 'string') {
       throw new TypeError(`downstreams.${name}.secret must be a string, not ${describeValue(value.secret)}.`);
     }

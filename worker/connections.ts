@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { connectionIsFresh } from './rules.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 
 /**
  * Shorter than the services' keep-alive timeout (5 s, platform/listen.ts), so a connection is
@@ -22,11 +23,14 @@ export interface FreshAgentOptions {
   now?: () => number;
 }
 
+const FRESH_AGENT_OPTION_NAMES: OptionNames<FreshAgentOptions> = { freshMs: true, maxSockets: true, now: true };
+
 export class FreshAgent extends http.Agent {
   private readonly freshMs: number;
   private readonly now: () => number;
 
   constructor(options: FreshAgentOptions = {}) {
+    checkOptionNames('FreshAgent', options, FRESH_AGENT_OPTION_NAMES);
     super({ keepAlive: true, maxSockets: options.maxSockets ?? 64, keepAliveMsecs: 1_000 });
     this.freshMs = options.freshMs ?? FRESH_CONNECTION_MS;
     this.now = options.now ?? Date.now;

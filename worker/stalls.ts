@@ -4,6 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StalledEvent, WorkerEvent } from './events.js';
 import type { WorkerHooks } from './types.js';
+import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
 export interface StallOptions {
   /** The worker's name, on each `stalled` line. */
@@ -22,7 +23,16 @@ export interface Stalls {
   observe(event: WorkerEvent): void;
 }
 
+const STALL_OPTION_NAMES: OptionNames<StallOptions> = {
+  name: true,
+  stallMs: true,
+  beforeSend: true,
+  beforeFinish: true,
+  announce: true,
+};
+
 export function stallHooks(options: StallOptions): Stalls {
+  checkRequiredOptions('stallHooks', options, STALL_OPTION_NAMES);
   // Each lease's ordinal among this worker's claims, so a stall finds its job whatever else runs.
   let claims = 0;
   const ordinals = new Map<string, number>();

@@ -5,18 +5,27 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { createGatewayApp, GatewayClient, startGateway } from '../../gateway/index.js';
-import { createQueueApp, openSqliteQueueStore, QueueClient, startQueue } from '../../queue/index.js';
+import { createForwarder, createGatewayApp, GatewayClient, startGateway } from '../../gateway/index.js';
+import {
+  ClaimWaiters,
+  createQueueApp,
+  openQueueStore,
+  openSqliteQueueStore,
+  QueueClient,
+  startQueue,
+} from '../../queue/index.js';
 import {
   createReceiverApp,
   fencedEffects,
+  migrateDownstream,
   openSqliteEffectStore,
   ReceiverClient,
   startReceiver,
 } from '../../receiver/index.js';
 import { audit } from '../../audit/index.js';
 import { conform } from '../../conform/index.js';
-import { createWorker, runWorker } from '../../worker/index.js';
+import { startSystem } from '../../testing/index.js';
+import { createWorker, FreshAgent, runWorker, stallHooks } from '../../worker/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const anyway = (value: unknown) => value as never;
@@ -212,5 +221,64 @@ describe('an option name the call does not take', () => {
     await expect(conform(anyway({ url: 'http://127.0.0.1:1/effects', race: 4 }))).rejects.toThrow(
       MEANT('conform', 'race', 'races'),
     );
+  });
+
+  test('the building blocks refuse it: ClaimWaiters, FreshAgent, stallHooks, createForwarder', () => {
+    expect(() => new ClaimWaiters(anyway({}), anyway({ repoll: 50 }))).toThrow(
+      new RangeError(
+        'ClaimWaiters does not take "repoll" (did you mean repollMs?); its options are repollMs, maxWaiters.',
+      ),
+    );
+    expect(() => new FreshAgent(anyway({ freshms: 50 }))).toThrow(MEANT('FreshAgent', 'freshms', 'freshMs'));
+    const stall = { name: 'w1', stallMs: 10, beforeSend: [1], beforeFinish: [], announce: () => undefined };
+    expect(() => stallHooks(anyway({ ...stall, beforeSends: [2] }))).toThrow(
+      MEANT('stallHooks', 'beforeSends', 'beforeSend'),
+    );
+    expect(() => stallHooks(anyway(undefined))).toThrow(
+      new TypeError('stallHooks takes an object of options, not undefined.'),
+    );
+    const endpoint = new URL('http://127.0.0.1:1/effects');
+    expect(() => createForwarder(anyway({ endpoint, secret: undefined, now: Date.now, batchng: false }))).toThrow(
+      MEANT('createForwarder', 'batchng', 'batching'),
+    );
+  });
+
+  test('openQueueStore and migrateDownstream refuse it before anything is opened or run', async () => {
+    const db = join(tempDir('leasehold-options-'), 'queue.sqlite');
+    await expect(openQueueStore(anyway({ db, jounral: 'wal' }))).rejects.toThrow(
+      MEANT('openQueueStore', 'jounral', 'journal'),
+    );
+    expect(existsSync(db)).toBe(false);
+    const store = await openSqliteEffectStore({ filename: ':memory:' });
+    try {
+      let ran = false;
+      const migration = { name: '001_shipments', up: async () => (ran = true) };
+      await expect(migrateDownstream(store, [migration], anyway({ table: 'x' }))).rejects.toThrow(
+        'migrateDownstream does not take "table"; its options are tableName.',
+      );
+      expect(ran).toBe(false);
+      expect(await store.knex.schema.hasTable('downstream_migrations')).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  // Inside an options object: a misspelt `keys` would leave the audit not checking what was asked.
+  test("audit's, startGateway's and startSystem's downstreams refuse it in each entry", async () => {
+    await expect(
+      audit(
+        anyway({
+          queue: 'http://127.0.0.1:1',
+          receiver: 'http://127.0.0.1:2',
+          downstreams: [{ name: 'mailer', url: 'http://127.0.0.1:3/effects', key: ['email'] }],
+        }),
+      ),
+    ).rejects.toThrow(MEANT("audit's downstreams[0]", 'key', 'keys'));
+    await expect(
+      startGateway(anyway({ ...GATEWAY, downstreams: { billing: { url: 'http://127.0.0.1:3/e', secert: 's' } } })),
+    ).rejects.toThrow(MEANT('downstreams.billing', 'secert', 'secret'));
+    await expect(
+      startSystem(anyway({ downstreams: { mailer: { url: 'http://127.0.0.1:3/effects', secert: 's' } } })),
+    ).rejects.toThrow(MEANT("startSystem's downstreams.mailer", 'secert', 'secret'));
   });
 });
