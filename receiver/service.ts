@@ -207,6 +207,13 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
       return waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000);
     },
     reset: async () => {
+      // As POST /admin/reset: erasing highest tokens that outlive the process would let a stale
+      // worker's effect be applied again.
+      if (!resolved.testMode) {
+        throw new Error(
+          'The receiver was not started in test mode: start it with testMode: true to erase its effects and highest tokens.',
+        );
+      }
       faults.clear();
       await store.reset();
     },

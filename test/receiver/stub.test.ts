@@ -175,11 +175,18 @@ describe('startReceiver as a stub downstream', () => {
     expect(await receiver.journal()).toEqual([]);
   });
 
-  test('without test mode the admin routes are 404 and faults cannot be queued', async () => {
+  test('without test mode the admin routes are 404, faults cannot be queued and reset() erases nothing', async () => {
     const receiver = await stub({ testMode: false });
     expectError(await admin(receiver.url, '/admin/faults', { kind: 'drop' }), 404, 'not_found');
     expectError(await admin(receiver.url, '/admin/reset'), 404, 'not_found');
     expect(() => receiver.faults.drop()).toThrow(/testMode/);
+    expect((await postEffect(receiver.url, { jobId: 'kept', qty: 2, token: 5 })).status).toBe(201);
+    await expect(receiver.reset()).rejects.toThrow(
+      'The receiver was not started in test mode: start it with testMode: true to erase its effects and highest tokens.',
+    );
+    // The highest token outlived the refused reset: a lower one is still fenced.
+    expectError(await postEffect(receiver.url, { jobId: 'kept', qty: 2, token: 1 }), 409, 'fenced');
+    expect(await receiver.totals()).toEqual({ effects: 1, qty: 2 });
   });
 
   test('with a secret, unsigned requests are 401 and signed ones apply', async () => {
