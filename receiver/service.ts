@@ -195,7 +195,10 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
   return {
     url,
     port,
-    effects: (filter) => store.listEffects(filter?.jobId === undefined ? {} : { jobId: filter.jobId }),
+    effects: async (filter) => {
+      checkOptionNames('effects', filter, { jobId: true });
+      return store.listEffects(filter?.jobId === undefined ? {} : { jobId: filter.jobId });
+    },
     effect: async (jobId, key) => {
       checkJobIdArgument('effect', jobId);
       return store.getEffect(jobId, key);
@@ -204,6 +207,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     journal: () => store.journal(),
     waitForEffect: async (jobId, waitOptions) => {
       checkJobIdArgument('waitForEffect', jobId);
+      checkOptionNames('waitForEffect', waitOptions, { timeoutMs: true, key: true });
       return waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000);
     },
     reset: async () => {
@@ -218,7 +222,10 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
       await store.reset();
     },
     faults,
-    close: (closeOptions) => (closing ??= close(closeOptions?.graceMs ?? 2_000)),
+    close: async (closeOptions) => {
+      checkOptionNames('close', closeOptions, { graceMs: true });
+      return (closing ??= close(closeOptions?.graceMs ?? 2_000));
+    },
   };
 }
 

@@ -11,6 +11,8 @@ import type { WorkerEventBody } from './events.js';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, scanJson } from '../platform/json-limits.js';
 import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer, type ResultSize } from './finish-batch.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
+import { describeValue } from '../platform/describe-value.js';
 import type { HandlerTurns, Turn } from './turns.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
@@ -284,6 +286,7 @@ async function sendEffect(
   deps: RunLeaseDeps,
   input: number | EffectInput | undefined,
 ): Promise<SendOutcome> {
+  checkEffectInput(input);
   return keeper.send(async (signal) => {
     const lease = keeper.lease;
     const ref = { job: lease.id, token: lease.token };
@@ -325,6 +328,20 @@ async function sendEffect(
       throw err;
     }
   });
+}
+
+const EFFECT_INPUT_NAMES: OptionNames<EffectInput> = { to: true, key: true, qty: true, body: true };
+
+/**
+ * Refuses what `ctx.send` cannot mean, before anything is sent: a misspelt field (`keyy`) would
+ * otherwise be dropped and the job's default effect sent in its place, once and for good.
+ */
+function checkEffectInput(input: unknown): void {
+  if (input === undefined || typeof input === 'number') return;
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new TypeError(`ctx.send takes a qty (a number) or {to?, key?, qty?, body?}, not ${describeValue(input)}.`);
+  }
+  checkOptionNames('ctx.send', input, EFFECT_INPUT_NAMES);
 }
 
 /**

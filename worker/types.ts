@@ -69,7 +69,8 @@ export interface JobContext {
    * effect within the job (left out: the default effect, whose qty defaults to the job's),
    * `qty` and `body`. A handler may send several effects; each is fenced by this lease. Throws
    * LeaseLostError when the lease is lost or the gateway refuses it as stale; GatewayError for
-   * anything else.
+   * anything else; before anything is sent, a RangeError for a field of another name and a
+   * TypeError for an argument that is neither a number nor an object.
    */
   send(effect?: number | EffectInput): Promise<SendOutcome>;
   /** Renews the lease now; throws LeaseLostError when that is refused or cannot succeed in time. */

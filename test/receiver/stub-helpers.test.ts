@@ -42,6 +42,23 @@ test('effect and waitForEffect refuse a job id that is not a string, naming the 
   );
 });
 
+// A misspelt option would otherwise make the test wait on the default, or read every job's effects.
+test('waitForEffect, effects and close refuse an option they do not take, naming the one meant', async () => {
+  const { receiver } = await stub();
+  const started = Date.now();
+  await expect(receiver.waitForEffect('zz', { timeout: 200 } as never)).rejects.toThrow(
+    new RangeError('waitForEffect does not take "timeout" (did you mean timeoutMs?); its options are timeoutMs, key.'),
+  );
+  expect(Date.now() - started, 'refused at once, not after the default 5 s').toBeLessThan(1_000);
+  await expect(receiver.effects({ job: 'a' } as never)).rejects.toThrow(
+    'effects does not take "job" (did you mean jobId?); its options are jobId.',
+  );
+  await expect(receiver.close({ grace: 10 } as never)).rejects.toThrow(
+    'close does not take "grace" (did you mean graceMs?); its options are graceMs.',
+  );
+  expect(await receiver.totals(), 'still open after the refused close').toEqual({ effects: 0, qty: 0 });
+});
+
 test('reset forgets effects, journal and faults between tests', async () => {
   const { receiver, client } = await stub();
   await client.record({ jobId: 'a', qty: 2 }, { token: 1 });

@@ -112,4 +112,27 @@ describe('ctx.send with several effects', () => {
     expect(s.billing.requests).toEqual([]);
     expect(events.find((e) => e.event === 'refused' && e.op === 'send')).toMatchObject({ code: 'stale_lease' });
   });
+
+  // A misspelt field would be dropped, and the job's one default effect sent in place of the keyed one.
+  test('a send of a field it does not know, or of neither a number nor an object, is refused before it leaves', async () => {
+    const s = await withDownstreams();
+    await s.client.enqueue({ id: 'order-5', qty: 3 });
+    const { worker } = s.worker({ gatewayUrl: s.gatewayUrl });
+    const refusals: unknown[] = [];
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      for (const input of [{ to: 'billing', keyy: 'charge', body: 1 }, { key: 'k', qtyy: 3 }, '3', null, [1]]) {
+        refusals.push(await ctx.send(input as never).catch((err: unknown) => err));
+      }
+      return 'checked';
+    });
+    expect(refusals.map((err) => [(err as Error).name, (err as Error).message])).toEqual([
+      ['RangeError', 'ctx.send does not take "keyy" (did you mean key?); its options are to, key, qty, body.'],
+      ['RangeError', 'ctx.send does not take "qtyy" (did you mean qty?); its options are to, key, qty, body.'],
+      ['TypeError', 'ctx.send takes a qty (a number) or {to?, key?, qty?, body?}, not "3".'],
+      ['TypeError', 'ctx.send takes a qty (a number) or {to?, key?, qty?, body?}, not null.'],
+      ['TypeError', 'ctx.send takes a qty (a number) or {to?, key?, qty?, body?}, not [1].'],
+    ]);
+    expect(outcome).toMatchObject({ status: 'finished', result: 'checked' });
+    expect([await s.receiver.effects(), s.billing.requests, s.mail.requests]).toEqual([[], [], []]);
+  });
 });
