@@ -35,8 +35,8 @@ export class Worker {
   private readonly finishes: FinishCoalescer;
   /** Aborted by close(): stops every run still going, as its own signal would. */
   private readonly closing = new AbortController();
-  /** The runs going now, which close() waits for. */
-  private readonly runs = new Set<Promise<WorkerSummary>>();
+  /** The runs and the jobs of process() going now, which close() waits for. */
+  private readonly runs = new Set<Promise<unknown>>();
 
   /** `what`: the call that made the worker, as an error in its options names it. */
   constructor(options: WorkerOptions, what = 'createWorker') {
@@ -70,7 +70,7 @@ export class Worker {
 
   /**
    * Runs one claimed job to its outcome: finished, failed, lost — or released, when
-   * `stopSignal` aborts and the handler is still running `graceMs` later.
+   * `stopSignal` aborts (or close() is called) and the handler is still running `graceMs` later.
    */
   async process(
     claimed: ClaimedLease,
@@ -78,16 +78,18 @@ export class Worker {
     options: { stopSignal?: AbortSignal } = {},
   ): Promise<JobOutcome> {
     if (typeof handler !== 'function') throw handlerProblem(handler);
-    const grace = options.stopSignal ? graceAfter(options.stopSignal, this.options.graceMs) : undefined;
+    const problem = claimedProblem(claimed);
+    if (problem) throw problem;
+    checkOptionNames('process', options, { stopSignal: true });
+    const stop = options.stopSignal ? AbortSignal.any([options.stopSignal, this.closing.signal]) : this.closing.signal;
+    const grace = graceAfter(stop, this.options.graceMs);
+    const running = runLease(claimed, handler, { ...this.leaseDeps(), stopSignal: stop, graceSignal: grace.signal });
+    this.runs.add(running);
     try {
-      const { outcome } = await runLease(claimed, handler, {
-        ...this.leaseDeps(),
-        stopSignal: options.stopSignal,
-        graceSignal: grace?.signal,
-      });
-      return outcome;
+      return (await running).outcome;
     } finally {
-      grace?.dispose();
+      this.runs.delete(running);
+      grace.dispose();
     }
   }
 
@@ -110,7 +112,8 @@ export class Worker {
 
   /**
    * Stops the runs still going as their own signal would (no new claims; running jobs get
-   * `graceMs`, then are released), waits for them, and releases the HTTP connections.
+   * `graceMs`, then are released), and the jobs of process() as their `stopSignal` would, waits
+   * for them, and releases the HTTP connections.
    */
   async close(): Promise<void> {
     this.closing.abort();
@@ -139,6 +142,23 @@ export class Worker {
 /** A signal that aborts `graceMs` after `stop` does. */
 function handlerProblem(handler: unknown): TypeError {
   return new TypeError(`The handler must be a function (ctx) => result, not ${describeValue(handler)}.`);
+}
+
+/** What is wrong with what `process()` was given to run, if anything: it must be what claim() answered. */
+function claimedProblem(claimed: unknown): TypeError | undefined {
+  const { lease, claimedAt } = (claimed ?? {}) as Partial<ClaimedLease>;
+  const fine =
+    typeof lease === 'object' &&
+    lease !== null &&
+    typeof lease.id === 'string' &&
+    typeof lease.owner === 'string' &&
+    Number.isSafeInteger(lease.token) &&
+    Number.isSafeInteger(lease.qty) &&
+    Number.isFinite(lease.leaseUntil) &&
+    Number.isFinite(claimedAt);
+  if (fine) return undefined;
+  const none = claimed === null ? ' (claim() answers null when no job is claimable)' : '';
+  return new TypeError(`process takes a claimed lease, as claim() answers it, not ${describeValue(claimed)}${none}.`);
 }
 
 /** What is wrong with `run()`'s arguments, if anything. */

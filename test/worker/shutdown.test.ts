@@ -113,3 +113,44 @@ describe('stopping with jobs running', () => {
     expect(await s.client.get('j')).toMatchObject({ status: 'pending', attempts: 0, token: 1 });
   });
 });
+
+describe('close() with a job that process() is running', () => {
+  test('the job gets graceMs, then its lease is released, and close() waits for it', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'held', qty: 1 });
+    const { worker, events } = s.worker({ leaseMs: 60_000, graceMs: 300 });
+    let signalled: AbortSignal | undefined;
+    const outcome = worker.process((await worker.claim())!, async (ctx) => {
+      signalled = ctx.signal;
+      await sleep(60_000, undefined, { signal: ctx.signal });
+      return 'never';
+    });
+    await eventually('the handler started', () => signalled);
+    const closedAt = Date.now();
+    await worker.close();
+    const waited = Date.now() - closedAt;
+
+    expect(waited, 'close() gave the handler graceMs').toBeGreaterThanOrEqual(290);
+    expect(waited, 'then released, not held to the lease').toBeLessThan(10_000);
+    await expect(outcome).resolves.toMatchObject({ status: 'released' });
+    expect(signalled!.aborted).toBe(true);
+    expect(events.some((e) => e.event === 'released' && 'job' in e && e.job === 'held')).toBe(true);
+    expect(await s.client.get('held')).toMatchObject({ status: 'pending', owner: null });
+  });
+
+  test('process() refuses what claim() did not answer, naming it, before anything runs', async () => {
+    const s = await setup();
+    const { worker } = s.worker();
+    let ran = false;
+    const handler = async () => (ran = true);
+    await expect(worker.process(null as never, handler)).rejects.toThrow(
+      new TypeError(
+        'process takes a claimed lease, as claim() answers it, not null (claim() answers null when no job is claimable).',
+      ),
+    );
+    await expect(worker.process({ lease: { id: 'x' } } as never, handler)).rejects.toThrow(
+      'process takes a claimed lease, as claim() answers it, not {"lease":{"id":"x"}}.',
+    );
+    expect(ran).toBe(false);
+  });
+});
