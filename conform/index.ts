@@ -4,6 +4,7 @@
 // left unanswered within the timeout ends the run after its case: the rest are not run.
 import { randomBytes } from 'node:crypto';
 import { httpUrl } from '../platform/url.js';
+import { describeValue } from '../platform/describe-value.js';
 import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 import { BATCH_CASE } from './batch-case.js';
 import { CASES, CaseFailure, CaseSkipped } from './cases.js';
@@ -62,6 +63,17 @@ export async function conform(options: ConformOptions): Promise<ConformReport> {
     throw new RangeError(`races must be an integer from 2 to 64, not ${String(races)}.`);
   }
   const timeoutMs = options.timeoutMs ?? CONFORM_DEFAULTS.timeoutMs;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+    throw new RangeError(
+      `timeoutMs must be a positive integer number of milliseconds, not ${describeValue(timeoutMs)}.`,
+    );
+  }
+  if (options.secret !== undefined && typeof options.secret !== 'string') {
+    throw new TypeError(`secret must be a string, not ${describeValue(options.secret)}.`);
+  }
+  if (options.onCase !== undefined && typeof options.onCase !== 'function') {
+    throw new TypeError(`onCase must be a function (result) => void, not ${describeValue(options.onCase)}.`);
+  }
   const peer = createPeer(url, options.secret, timeoutMs);
   const run = `conform-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const ctx = { peer, job: (name: string) => `${run}-${name}`, races, signed: options.secret !== undefined };

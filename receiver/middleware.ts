@@ -38,6 +38,10 @@ export interface FencedEffectsOptions<Tx> {
    * answer as thrown. Anything else is `500 apply_failed`, and the caller may retry.
    */
   apply?: ApplyEffect<Tx>;
+  /**
+   * Default: errors only, as JSON lines on stderr (an `apply` that threw, an unexpected error), so
+   * that a 500's cause is written somewhere; `pino({level: 'silent'})` writes nothing.
+   */
   logger?: Logger;
   /** Told of each outcome and each refused signature (the receiver's /metrics; `effectMetrics`). */
   metrics?: EffectMetrics;
@@ -123,7 +127,7 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
   const { store, secret, apply } = options;
   checkEffectStore(store);
   const clock = checkClock(options.clock);
-  const logger = options.logger ?? pino({ level: 'silent' });
+  const logger = options.logger ?? pino({ level: 'error' }, process.stderr);
   if (secret !== undefined && typeof secret !== 'string')
     throw new TypeError(`fencedEffects: secret must be a string, not ${describeValue(secret)}.`);
   if (secret !== undefined && secret === '')

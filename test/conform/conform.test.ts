@@ -84,5 +84,22 @@ describe('conform', () => {
     await expect(conform({ url: 'http://127.0.0.1:1/e', races: 1 })).rejects.toThrow(
       'races must be an integer from 2 to 64',
     );
+    for (const [timeoutMs, shown] of [
+      [0, '0'],
+      [-1, '-1'],
+      [Number.NaN, 'NaN'],
+      [1.5, '1.5'],
+      ['100', '"100"'],
+    ] as const) {
+      await expect(conform({ url: 'http://127.0.0.1:1/e', timeoutMs: timeoutMs as number })).rejects.toThrow(
+        new RangeError(`timeoutMs must be a positive integer number of milliseconds, not ${shown}.`),
+      );
+    }
+    await expect(conform({ url: 'http://127.0.0.1:1/e', secret: 5 as never })).rejects.toThrow(
+      new TypeError('secret must be a string, not 5.'),
+    );
+    await expect(conform({ url: 'http://127.0.0.1:1/e', onCase: 'log' as never })).rejects.toThrow(
+      new TypeError('onCase must be a function (result) => void, not "log".'),
+    );
   });
 });

@@ -1,7 +1,7 @@
 // fencedEffects adopted by a downstream of its own: its effect is written in the recording
 // transaction, exactly once, a failing effect leaves no record behind, and a busy database met
 // by the effect runs the transaction again instead of failing the request.
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import express from 'express';
 import request from 'supertest';
 import { join } from 'node:path';
@@ -203,13 +203,28 @@ describe('fencedEffects in a downstream app', () => {
     expect((await shipments()).map((s) => s.job_id)).toEqual(['o-2', 'o-4', 'o-first']);
   });
 
-  test('mounted behind a JSON parser it refuses loudly instead of verifying a re-serialised body', async () => {
+  // Without a logger of its own the cause goes to stderr: the 500's message says it is in the log.
+  test('mounted behind a JSON parser it refuses loudly instead of verifying a re-serialised body, and says why on stderr', async () => {
     const { store } = await sqliteStore();
     const app = express();
     app.use(express.json());
     app.post('/ship', fencedEffects({ store }));
-    const res = await request(app).post('/ship').set('Fencing-Token', '1').send({ jobId: 'a', qty: 1 });
+    const written: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    let res;
+    try {
+      res = await request(app).post('/ship').set('Fencing-Token', '1').send({ jobId: 'a', qty: 1 });
+    } finally {
+      stderr.mockRestore();
+    }
     expectError(res, 500, 'internal');
     expect(await store.totals()).toEqual({ effects: 0, qty: 0 });
+    const lines = written.flatMap((chunk) => chunk.trim().split('\n')).map((line) => JSON.parse(line));
+    expect(lines.map((line) => [line.level, line.err?.message])).toEqual([
+      [50, 'fencedEffects needs the raw request body: mount it before any body parser (e.g. express.json()).'],
+    ]);
   });
 });

@@ -196,6 +196,17 @@ async function shipExample(project: string): Promise<void> {
       body: JSON.stringify({ jobId: 'order-1', qty: 2 }),
     }).then((res) => res.status);
   expect([await ship(1), await ship(1), await ship(2), await ship(1)]).toEqual([201, 200, 200, 409]);
+  // As receiver.md says: the example keeps the whole protocol (keys, bodies, races, batches).
+  const conformed = await run(
+    join(project, 'node_modules', '.bin', 'leasehold'),
+    ['conform', `${url}/ship`],
+    project,
+    60_000,
+  );
+  expect({ code: conformed.code, last: conformed.stdout.trim().split('\n').at(-1) }, conformed.stdout).toEqual({
+    code: 0,
+    last: expect.stringMatching(/^\d+ passed, 0 failed$/),
+  });
   child.kill('SIGTERM');
 
   const db = knex({
@@ -204,7 +215,9 @@ async function shipExample(project: string): Promise<void> {
     useNullAsDefault: true,
   });
   try {
-    expect(await db('shipments').select('job_id', 'qty')).toEqual([{ job_id: 'order-1', qty: 2 }]);
+    expect(await db('shipments').where({ job_id: 'order-1' }).select('job_id', 'key', 'qty')).toEqual([
+      { job_id: 'order-1', key: '', qty: 2 },
+    ]);
   } finally {
     await db.destroy();
   }
