@@ -1,6 +1,7 @@
 // The test kit's manual clock: time stands still until the test moves it, and timers set on it
 // (the worker's renewals and its estimate of a lease's end) fire when it is moved past them.
 import type { SchedulingClock, TimerHandle } from '../platform/clock.js';
+import { describeValue } from '../platform/describe-value.js';
 
 interface Timer {
   due: number;
@@ -38,6 +39,9 @@ export class ManualClock implements SchedulingClock {
    * shorter than the renewal interval to let renewals keep it. Returns the new `now()`.
    */
   advance(ms: number): number {
+    if (typeof ms !== 'number') {
+      throw new TypeError(`advance takes a whole, non-negative number of milliseconds, not ${describeValue(ms)}.`);
+    }
     if (!Number.isSafeInteger(ms) || ms < 0 || !Number.isSafeInteger(this.current + ms)) {
       throw new RangeError(`advance takes a whole, non-negative number of milliseconds, not ${String(ms)}.`);
     }

@@ -216,9 +216,18 @@ function systemHandle(parts: {
   const queueClient = new QueueClient(queue.url, { apiKey });
   const gatewayClient = new GatewayClient(gateway.url, { apiKey });
   const workers = new Set<Worker>();
+  let closing: Promise<void> | undefined;
+  /** Refuses a call once close() was called: the parts are gone, and their own errors would not say so. */
+  const open = (method: string) => {
+    if (closing) throw new Error(`system.${method}: the system is closed; start another with startSystem().`);
+  };
   const downstreams: Record<string, SystemDownstream> = {};
   for (const stub of allStubs) {
-    downstreams[stub.name] = { name: stub.name, url: `${stub.handle.url}/effects`, stub: helpersOf(stub.handle) };
+    downstreams[stub.name] = {
+      name: stub.name,
+      url: `${stub.handle.url}/effects`,
+      stub: helpersOf(stub.handle, (method) => open(`downstreams.${stub.name}.stub.${method}`)),
+    };
   }
   for (const endpoint of parts.ownEndpoints) {
     downstreams[endpoint.name] = { name: endpoint.name, url: endpoint.url, stub: undefined };
@@ -245,18 +254,23 @@ function systemHandle(parts: {
     });
   };
   const stubNames = allStubs.map((s) => s.name);
-  let closing: Promise<void> | undefined;
 
   return {
     urls: { queue: queue.url, gateway: gateway.url, receiver: receiver.handle.url },
     queue: queueClient,
     gateway: gatewayClient,
     receiver: receiver.client,
-    stub: helpersOf(receiver.handle),
+    stub: helpersOf(receiver.handle, (method) => open(`stub.${method}`)),
     downstreams,
     clock: parts.handleClock,
     apiKey,
     worker: (name, options = {}) => {
+      open('worker');
+      if (typeof options === 'object' && options !== null && Object.hasOwn(options, 'name')) {
+        throw new RangeError(
+          "system.worker takes the worker's name as its first argument, not in its options: leave name out of them.",
+        );
+      }
       const worker = new Worker(
         { queueUrl: queue.url, gatewayUrl: gateway.url, apiKey, clock, ...options, name },
         'system.worker',
@@ -265,25 +279,30 @@ function systemHandle(parts: {
       return worker;
     },
     expireLease: async (jobId) => {
+      open('expireLease');
       checkJobId('expireLease', jobId);
       return queue.expireLease(jobId);
     },
     expectExactlyOnce: async (choice) => {
+      open('expectExactlyOnce');
       checkChoice('expectExactlyOnce', choice);
       for (const downstream of readable(choice, [RECEIVER]))
         await expectExactlyOnceAt(queueClient, downstream, apiKey, choice?.key);
     },
     expectNoEffect: async (jobId, choice) => {
+      open('expectNoEffect');
       checkJobId('expectNoEffect', jobId);
       checkChoice('expectNoEffect', choice);
       return expectNoEffectAt(jobId, readable(choice, stubNames), choice?.key);
     },
     waitForEffect: async (jobId, choice) => {
+      open('waitForEffect');
       checkJobId('waitForEffect', jobId);
       checkChoice('waitForEffect', choice, ['timeoutMs']);
       return waitForEffectAt(jobId, readable(choice, stubNames), choice?.timeoutMs ?? 5_000, choice?.key);
     },
     reset: async () => {
+      open('reset');
       await Promise.all([queue.reset(), ...allStubs.map((s) => s.handle.reset())]);
     },
     close: () =>
@@ -296,14 +315,22 @@ function systemHandle(parts: {
   };
 }
 
-function helpersOf(handle: ReceiverHandle): StubHelpers {
+function helpersOf(handle: ReceiverHandle, open: (method: string) => void): StubHelpers {
+  const opened =
+    <A extends unknown[], R>(method: string, call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      open(method);
+      return call(...args);
+    };
   return {
-    effects: (filter) => handle.effects(filter),
-    effect: (jobId, key) => handle.effect(jobId, key),
-    totals: () => handle.totals(),
-    journal: () => handle.journal(),
-    waitForEffect: (jobId, options) => handle.waitForEffect(jobId, options),
-    reset: () => handle.reset(),
+    effects: opened('effects', (filter) => handle.effects(filter)),
+    effect: opened('effect', (jobId: string, key?: string) => handle.effect(jobId, key)),
+    totals: opened('totals', () => handle.totals()),
+    journal: opened('journal', () => handle.journal()),
+    waitForEffect: opened('waitForEffect', (jobId: string, options?: { timeoutMs?: number; key?: string }) =>
+      handle.waitForEffect(jobId, options),
+    ),
+    reset: opened('reset', () => handle.reset()),
     faults: handle.faults,
   };
 }

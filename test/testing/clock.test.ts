@@ -54,6 +54,9 @@ test('the time stands still without advance, and bad steps are refused', () => {
   expect(clock.manual).toBe(true);
   expect(() => clock.advance(-1)).toThrow('advance takes a whole, non-negative number of milliseconds, not -1.');
   expect(() => clock.advance(1.5)).toThrow(/not 1\.5/);
+  expect(() => clock.advance('10' as never)).toThrow(
+    new TypeError('advance takes a whole, non-negative number of milliseconds, not "10".'),
+  );
   expect(() => new ManualClock(-3)).toThrow(/not -3/);
   expect(clock.now()).toBe(5);
 });

@@ -177,6 +177,27 @@ test('system.worker refuses an option name a worker does not take, naming the ca
   expect(() => system.worker('w', { leaseMS: 1_000 } as never)).toThrow(
     'system.worker does not take "leaseMS" (did you mean leaseMs?)',
   );
+  // The first argument names the worker; a second name in its options would be ignored.
+  expect(() => system.worker('a', { name: 'b' } as never)).toThrow(
+    new RangeError(
+      "system.worker takes the worker's name as its first argument, not in its options: leave name out of them.",
+    ),
+  );
+});
+
+test('after close, the kit refuses its calls, saying the system is closed, instead of the parts failing on their own', async () => {
+  const system = await startSystem({ downstreams: { mailer: 'stub' } });
+  await system.close();
+  const closed = (method: string) => `system.${method}: the system is closed; start another with startSystem().`;
+  expect(() => system.worker('late')).toThrow(closed('worker'));
+  await expect(system.reset()).rejects.toThrow(closed('reset'));
+  await expect(system.expireLease('a')).rejects.toThrow(closed('expireLease'));
+  await expect(system.expectExactlyOnce()).rejects.toThrow(closed('expectExactlyOnce'));
+  await expect(system.expectNoEffect('a')).rejects.toThrow(closed('expectNoEffect'));
+  await expect(system.waitForEffect('a')).rejects.toThrow(closed('waitForEffect'));
+  await expect(system.stub.effects()).rejects.toThrow(closed('stub.effects'));
+  await expect(system.stub.waitForEffect('a')).rejects.toThrow(closed('stub.waitForEffect'));
+  await expect(system.downstreams.mailer!.stub!.totals()).rejects.toThrow(closed('downstreams.mailer.stub.totals'));
 });
 
 test("close stops the runs of the system's workers: run() resolves, its job released, nothing left claiming", async () => {
