@@ -31,7 +31,7 @@ export interface ReceiverAppOptions<Tx> {
   store: EffectStore<Tx>;
   clock?: Clock;
   /** Requires a valid Leasehold-Signature on POST /effects. */
-  secret?: string;
+  secret?: string | undefined;
   logger?: Logger;
   /** Test mode: faults apply to POST /effects, and /admin/faults and /admin/reset exist. */
   faults?: FaultController;

@@ -26,7 +26,7 @@ export interface FencedEffectsOptions<Tx> {
   /** Defaults to the system clock. */
   clock?: Clock;
   /** When set, every request must carry a valid Leasehold-Signature (401 otherwise). */
-  secret?: string;
+  secret?: string | undefined;
   /**
    * Performs the effect, once per job, inside the transaction that records it. Write through
    * `tx` to make the effect and its record one commit. Not called for duplicates, fenced or

@@ -35,7 +35,7 @@ export interface StartReceiverOptions extends ServerLimits {
    */
   db?: string;
   /** Requires a valid Leasehold-Signature on POST /effects. */
-  secret?: string;
+  secret?: string | undefined;
   /**
    * Fault injection and the /admin routes, among them `POST /admin/reset`, which erases every
    * effect and highest token: never for a receiver whose effects matter. Default: on for a stub on

@@ -21,7 +21,7 @@ import {
 const RECEIVER = 'receiver';
 
 /** Another downstream: a receiver stub the kit starts (in memory), or an endpoint the test runs itself. */
-export type DownstreamOption = 'stub' | { url: string; secret?: string };
+export type DownstreamOption = 'stub' | { url: string; secret?: string | undefined };
 
 export interface SystemOptions {
   /**
@@ -37,9 +37,9 @@ export interface SystemOptions {
    */
   clock?: 'real' | 'manual' | Clock;
   /** The gateway signs every forwarded request with it and the stubs require the signature. */
-  secret?: string;
+  secret?: string | undefined;
   /** The queue and the gateway require it (`Authorization: Bearer`); the kit's clients and workers present it. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /**
    * More downstreams by name, besides `receiver`: `'stub'` starts another receiver stub, `{url}`
    * names an effect endpoint (path included) the test runs itself. Sends reach them by `to`.
