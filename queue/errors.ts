@@ -48,7 +48,14 @@ export function staleLeaseError(
   expected: Presented,
   current: CurrentLease,
 ): QueueError {
-  return new QueueError('stale_lease', staleMessage(id, reason, expected, current), { reason, expected, current });
+  // What was presented, and only that: a fail's `error` or a heartbeat's `leaseMs` rides along in
+  // the caller's object, and is no part of the lease it claims to hold.
+  const presented = { owner: expected.owner, token: expected.token };
+  return new QueueError('stale_lease', staleMessage(id, reason, presented, current), {
+    reason,
+    expected: presented,
+    current,
+  });
 }
 
 function staleMessage(id: string, reason: StaleReason, expected: Presented, current: CurrentLease): string {
@@ -65,7 +72,10 @@ function staleMessage(id: string, reason: StaleReason, expected: Presented, curr
   if (current.status === 'done' && current.owner === expected.owner && current.token === expected.token) {
     return `Job "${id}" is already done: you already finished this job with ${asked}. Nothing more to do; do not claim it again.`;
   }
-  return `Lease on job "${id}" is not current: ${why[reason]}. Presented ${asked}; the job has ${now}. Stop working on it and claim again.`;
+  // A job past its deadline is not claimable again: claiming again would find nothing of it.
+  const then =
+    reason === 'deadline_passed' ? 'Stop working on it; it will not run again.' : 'Stop working on it and claim again.';
+  return `Lease on job "${id}" is not current: ${why[reason]}. Presented ${asked}; the job has ${now}. ${then}`;
 }
 
 export function unknownJobError(id: string): QueueError {

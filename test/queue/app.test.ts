@@ -160,17 +160,23 @@ describe('queue HTTP API', () => {
     clock.set(old.leaseUntil);
     const fresh = await claim('w2', 1_000);
     const before = (await http().get('/jobs/a')).body.job;
-    for (const path of ['finish', 'heartbeat', 'verify']) {
-      const res = await http().post(`/jobs/a/${path}`).send({ owner: 'w1', token: old.token });
+    // `expected` is what was presented as the lease, owner and token, whatever else the call carried.
+    for (const [path, extra] of [
+      ['finish', { result: { n: 1 } }],
+      ['heartbeat', { leaseMs: 2_000 }],
+      ['verify', {}],
+      ['fail', { error: 'late' }],
+    ] as const) {
+      const res = await http()
+        .post(`/jobs/a/${path}`)
+        .send({ owner: 'w1', token: old.token, ...extra });
       expectError(res, 409, 'stale_lease');
-      expect(res.body.error).toMatchObject({
+      expect(res.body.error, path).toMatchObject({
         reason: 'token_mismatch',
-        expected: { owner: 'w1', token: old.token },
         current: { status: 'leased', owner: 'w2', token: fresh.token, leaseUntil: fresh.leaseUntil },
       });
+      expect(res.body.error.expected, path).toEqual({ owner: 'w1', token: old.token });
     }
-    const fail = await http().post('/jobs/a/fail').send({ owner: 'w1', token: old.token, error: 'late' });
-    expectError(fail, 409, 'stale_lease');
     expect((await http().get('/jobs/a')).body.job).toEqual(before);
   });
 

@@ -328,6 +328,9 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
         clock.set(100);
         const err = await rejection(store.finish(id, lease, null), 'stale_lease');
         expect(err.details).toMatchObject({ reason: 'deadline_passed' });
+        expect(err.message, 'no advice to claim a job that will not run again').toMatch(
+          /the job's deadline has passed\. .*Stop working on it; it will not run again\.$/,
+        );
         expect(await store.claim('w2', 1_000)).toBeNull();
         expect(await job(id)).toMatchObject({ status: 'dead', deadReason: 'deadline_passed', token: 1 });
       });
