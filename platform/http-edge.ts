@@ -100,12 +100,17 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
         message: `The request body is larger than 1 MiB (${BODY_LIMIT_BYTES} bytes); send a smaller body.`,
         details: { limitBytes: BODY_LIMIT_BYTES },
       };
-    case 'entity.parse.failed':
+    case 'entity.parse.failed': {
+      const kind = scalarKind((err as { body?: unknown }).body);
       return {
         code: 'invalid_request',
-        message: 'The request body is not valid JSON; send a JSON object.',
+        message:
+          kind === undefined
+            ? 'The request body is not valid JSON; send a JSON object.'
+            : `The request body is JSON, but ${kind} rather than an object; send a JSON object.`,
         details: {},
       };
+    }
     case 'entity.too.many.keys':
       return {
         code: 'invalid_request',
@@ -182,6 +187,46 @@ export function parseWith<T extends z.ZodType>(
     message: `The ${what} is invalid: ${issues.map(describe).join('; ')}.`,
     details: { issues },
   });
+}
+
+/**
+ * A query string's parameters through `schema`, after refusing every parameter given more than
+ * once (express hands those over as arrays): each schema would otherwise say something of its
+ * own about an array ("status must be pending, ...", "after must be a string"), none of them
+ * that the parameter was repeated.
+ */
+export function parseQueryWith<T extends z.ZodType>(schema: T, query: unknown, make: MakeServiceError): z.infer<T> {
+  const given = { ...(query as object) } as Record<string, unknown>;
+  const repeated = Object.keys(given).filter((name) => Array.isArray(given[name]));
+  if (repeated.length > 0) {
+    const issues: Issue[] = repeated.map((name) => ({
+      path: name,
+      message: `${name} is given more than once; give it once`,
+    }));
+    throw make({
+      code: 'invalid_request',
+      message: `The query string is invalid: ${issues.map(describe).join('; ')}.`,
+      details: { issues },
+    });
+  }
+  return parseWith(schema, given, 'query string', make);
+}
+
+/**
+ * What a body refused by a strict JSON parser is, when it is JSON at all: `null`, a string, a
+ * number or a boolean (a strict parser takes only an object or an array at the top).
+ */
+function scalarKind(body: unknown): string | undefined {
+  if (typeof body !== 'string') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (value === null) return 'null';
+  if (typeof value === 'object') return undefined;
+  return typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : 'a boolean';
 }
 
 /** The message, led by its path unless the message already starts with it ("qty must be..."). */

@@ -171,9 +171,9 @@ function parseJsonBytes(bytes: Buffer, req: Request): Error | undefined {
     req.body = {};
     return undefined;
   }
+  if (scan.first !== OPEN_BRACE && scan.first !== OPEN_BRACKET) return scalarRefusal(bytes.toString('utf8', start));
   let value: unknown;
   try {
-    if (scan.first !== OPEN_BRACE && scan.first !== OPEN_BRACKET) throw new SyntaxError('not an object or an array');
     value = JSON.parse(bytes.toString('utf8', start));
   } catch (err) {
     return edgeError('entity.parse.failed', (err as Error).message);
@@ -182,6 +182,15 @@ function parseJsonBytes(bytes: Buffer, req: Request): Error | undefined {
   if (scan.maybeProto && hasProtoKey(value)) return protoKey();
   req.body = value;
   return undefined;
+}
+
+/**
+ * A body that is not an object or an array at the top, refused as body-parser's strict parser
+ * refuses it: a parse failure that carries the text as `body`, from which the edge tells a JSON
+ * value (`null`, `"x"`, `3`) from broken JSON (http-edge.ts).
+ */
+function scalarRefusal(text: string): Error {
+  return Object.assign(edgeError('entity.parse.failed', 'not an object or an array'), { body: text });
 }
 
 /** body-parser's `verify`: the raw bytes, before they are parsed. */

@@ -8,6 +8,7 @@ import {
   edgeFailureOf,
   errorRenderer,
   jsonBody,
+  parseQueryWith,
   parseWith,
   requireApiKey,
   unknownRoute,
@@ -237,7 +238,7 @@ export function createQueueApp(options: QueueAppOptions): QueueApp {
   });
 
   app.get('/jobs', json, async (req, res) => {
-    const { lean, ...query } = parse(listQuery, { ...req.query }, 'query string');
+    const { lean, ...query } = parseQueryWith(listQuery, req.query, QueueError.fromEdge);
     res.json(lean ? await store.listSummaries(query) : await store.listPage({ ...query, maxBytes: LIST_MAX_BYTES }));
   });
 

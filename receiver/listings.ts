@@ -3,7 +3,7 @@
 // cursor of the next page as `next`. No answer grows with the tables.
 import { z } from 'zod';
 import { effectKey } from '../platform/effect-fields.js';
-import { parseWith } from '../platform/http-edge.js';
+import { parseQueryWith } from '../platform/http-edge.js';
 import { idProblem, idSchema, MAX_KEY_LENGTH } from '../platform/ids.js';
 import { onlyParameters, queryInteger } from '../platform/query-params.js';
 import { ReceiverError } from './errors.js';
@@ -72,7 +72,7 @@ export const journalQuery = z.strictObject(
 export const jobIdParam = idSchema('jobId');
 
 export function parseQuery<T extends z.ZodType>(schema: T, query: unknown): z.infer<T> {
-  return parseWith(schema, { ...(query as object) }, 'query string', ReceiverError.fromEdge);
+  return parseQueryWith(schema, query, ReceiverError.fromEdge);
 }
 
 /**

@@ -104,6 +104,25 @@ describe('a body read in one pass and one read by body-parser', () => {
     expect(plain.status).toBe(chunked.status);
   });
 
+  // A JSON value that is not an object is not called invalid JSON, by either reader.
+  test.each([
+    ['null', 'null'],
+    ['"text"', 'a string'],
+    [' 12 ', 'a number'],
+    ['true', 'a boolean'],
+  ])('%s at the top is refused as %s, not as broken JSON, either way', async (text, kind) => {
+    const app = echoApp();
+    for (const chunked of [false, true]) {
+      const res = await send(app, { path: '/echo', body: Buffer.from(text), chunked });
+      expect({ status: res.status, message: JSON.parse(res.text).error?.message }, `chunked: ${chunked}`).toEqual({
+        status: 400,
+        message: `The request body is JSON, but ${kind} rather than an object; send a JSON object.`,
+      });
+    }
+    const broken = await send(app, { path: '/echo', body: Buffer.from('nul') });
+    expect(JSON.parse(broken.text).error?.message).toBe('The request body is not valid JSON; send a JSON object.');
+  });
+
   test('Content-Length: 0 is read as {}; charset=utf-8 is read in one pass as without it', async () => {
     const app = echoApp();
     const empty = await send(app, { path: '/echo', body: Buffer.alloc(0) });

@@ -12,6 +12,9 @@ test.each([
   ['/jobs?limit=%20', 'limit must be an integer written in plain digits, as in limit=10.'],
   ['/jobs?limit=', 'limit must be an integer written in plain digits, as in limit=10.'],
   ['/jobs?limit=1&limit=2', 'limit is given more than once; give it once.'],
+  ['/jobs?status=done&status=dead', 'status is given more than once; give it once.'],
+  ['/jobs?after=a&after=b', 'after is given more than once; give it once.'],
+  ['/jobs?lean=true&lean=true', 'lean is given more than once; give it once.'],
   ['/jobs?colour=red', 'unknown query parameter "colour"; GET /jobs takes only status, limit, after and lean.'],
 ])('GET %s: 400 invalid_request saying what is wrong with the query', async (path, message) => {
   const queue = await startQueue({ db: join(tempDir('leasehold-queue-queries-'), 'queue.sqlite') });

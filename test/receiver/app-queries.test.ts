@@ -20,6 +20,9 @@ test.each([
   ['/journal?limit=%2010', PLAIN('limit')],
   ['/effects?limit=1e2', PLAIN('limit')],
   ['/effects?limit=', PLAIN('limit')],
+  ['/effects/r2?key=k&key=k2', 'key is given more than once; give it once.'],
+  ['/effects?jobId=a&jobId=b', 'jobId is given more than once; give it once.'],
+  ['/journal?after=1&after=2', 'after is given more than once; give it once.'],
 ])(
   'GET %s: 400 invalid_request saying what is wrong with the query, never read as another number',
   async (path, message) => {
