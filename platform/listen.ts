@@ -153,6 +153,7 @@ export async function listen(
   server.keepAliveTimeout = Math.min(KEEP_ALIVE_MS, limits.headersTimeoutMs);
   server.maxConnections = limits.maxConnections;
   server.on('connection', (socket) => closeIfSilent(socket, limits.firstByteTimeoutMs));
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -173,6 +174,40 @@ export async function listen(
       server.closeIdleConnections();
     }));
   return { server, url: `http://${shownHost}:${address.port}`, port: address.port, close };
+}
+
+/**
+ * What Node.js answers itself, before any route sees the request, in the services' error shape
+ * (`{"error": {code, message}}`) rather than its bare status line: headers past Node's limit
+ * (16 KiB, a very long URL among them), a request that is not HTTP/1.1, headers or a body too
+ * slow to arrive. Only on a connection that has had no answer written yet, as Node itself does:
+ * otherwise an answer may be on its way, and the connection is only closed.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten > 0) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          'Request Header Fields Too Large',
+          'headers_too_large',
+          'The request line and headers are larger than 16 KiB; send a shorter URL and fewer or shorter headers.',
+        ]
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [
+            408,
+            'Request Timeout',
+            'request_timeout',
+            'The request did not arrive in time; the connection is closed. Send it again, whole.',
+          ]
+        : [400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1; the connection is closed.'];
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**

@@ -41,6 +41,44 @@ function rawClient(port: number): { socket: Socket; received: () => string; clos
   return { socket, received: () => text, closed };
 }
 
+/** The JSON body of a raw HTTP answer. */
+function answerBody(raw: string): unknown {
+  const at = raw.indexOf('\r\n\r\n');
+  return at < 0 ? undefined : JSON.parse(raw.slice(at + 4));
+}
+
+// Node.js answers these before any route runs; the answer still has the services' error shape.
+describe('listen: requests Node.js refuses before the app sees them', () => {
+  test.each([
+    [
+      'a URL past 16 KiB of headers',
+      `GET /jobs/${'x'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      431,
+      'headers_too_large',
+      'The request line and headers are larger than 16 KiB; send a shorter URL and fewer or shorter headers.',
+    ],
+    [
+      'a request line that is not HTTP',
+      'GARBAGE\r\n\r\n',
+      400,
+      'invalid_request',
+      'The request is not valid HTTP/1.1; the connection is closed.',
+    ],
+  ])(
+    '%s: %i with {"error": {code, message}}, then the connection closes',
+    async (_name, raw, status, code, message) => {
+      const { port } = await serve({});
+      const client = rawClient(port);
+      client.socket.write(raw);
+      await client.closed;
+      const answer = client.received();
+      expect(answer.split('\r\n')[0]).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(answer).toMatch(/\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
+      expect(answerBody(answer)).toEqual({ error: { code, message } });
+    },
+  );
+});
+
 describe('listen: slow clients', () => {
   test('headers that do not arrive within headersTimeoutMs: the connection is cut', async () => {
     const { port } = await serve({ headersTimeoutMs: 300, requestTimeoutMs: 1_000 });
@@ -50,6 +88,12 @@ describe('listen: slow clients', () => {
     expect(afterMs).toBeGreaterThanOrEqual(250);
     expect(afterMs).toBeLessThan(2_000);
     expect(client.received()).toMatch(/^HTTP\/1\.1 408/);
+    expect(answerBody(client.received())).toEqual({
+      error: {
+        code: 'request_timeout',
+        message: 'The request did not arrive in time; the connection is closed. Send it again, whole.',
+      },
+    });
   });
 
   test('a body that does not arrive within requestTimeoutMs: the connection is cut', async () => {
