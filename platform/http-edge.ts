@@ -176,12 +176,15 @@ export function parseWith<T extends z.ZodType>(
   what: string,
   make: MakeServiceError,
 ): z.infer<T> {
-  const result = schema.safeParse(value === undefined ? {} : value);
+  const given = value === undefined ? {} : value;
+  const result = schema.safeParse(given);
   if (result.success) return result.data;
-  const issues: Issue[] = result.error.issues.map((issue) => ({
-    path: issue.path.map(String).join('.'),
-    message: issue.message,
-  }));
+  const issues: Issue[] = result.error.issues.map((issue) => {
+    const path = issue.path.map(String).join('.');
+    // A field left out is said to be missing, not to be of the wrong kind ("qty must be an integer").
+    const missing = issue.code === 'invalid_type' && issue.path.length > 0 && !hasPath(given, issue.path);
+    return { path, message: missing ? `${path} is required` : issue.message };
+  });
   throw make({
     code: 'invalid_request',
     message: `The ${what} is invalid: ${issues.map(describe).join('; ')}.`,
@@ -227,6 +230,16 @@ function scalarKind(body: unknown): string | undefined {
   if (value === null) return 'null';
   if (typeof value === 'object') return undefined;
   return typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : 'a boolean';
+}
+
+/** Whether `value` has an own property at `path` (an object's key, an array's index), at every step. */
+function hasPath(value: unknown, path: ReadonlyArray<PropertyKey>): boolean {
+  let at: unknown = value;
+  for (const key of path) {
+    if (at === null || typeof at !== 'object' || !Object.hasOwn(at, key)) return false;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return true;
 }
 
 /** The message, led by its path unless the message already starts with it ("qty must be..."). */

@@ -139,10 +139,20 @@ describe('the HTTP edge', () => {
     expect((await http().post('/things').send({ name: 'a', n: 2 })).status).toBe(201);
   });
 
-  test('an empty JSON body: the schema names the missing fields', async () => {
+  test('an empty JSON body: the schema names the missing fields, each as missing rather than of the wrong kind', async () => {
     const { http } = toyApp();
     const res = await http().post('/things').send({});
-    expect(res.body.error.issues.map((i: { path: string }) => i.path)).toEqual(['name', 'n']);
+    expect(res.body.error.issues).toEqual([
+      { path: 'name', message: 'name is required' },
+      { path: 'n', message: 'n is required' },
+    ]);
+    expect(res.body.error.message).toBe('The request body is invalid: name is required; n is required.');
+    // Given but of the wrong kind (null included), a field keeps its schema's own message.
+    const wrong = await http().post('/things').send({ name: null, n: 'x' });
+    expect(wrong.body.error.issues.map((i: { message: string }) => i.message)).toEqual([
+      'name must be a string',
+      expect.not.stringContaining('required'),
+    ]);
   });
 
   test('an unknown route is 404 not_found saying what the service serves', async () => {
