@@ -15,6 +15,8 @@ import {
   parseAutoOrWholeNumber,
 } from '../platform/flags.js';
 import { createLogger } from '../platform/logger.js';
+import { retryWhile } from '../platform/retry.js';
+import { GatewayError } from '../gateway/client.js';
 import { onStdoutClosed } from '../platform/service-main.js';
 import { WORKER_DEFAULTS, MAX_CONCURRENCY, MIN_LEASE_MS, resolveWorkerOptions } from './options.js';
 import { eventLines } from './event-lines.js';
@@ -33,6 +35,7 @@ interface WorkerFlags {
   waitMs: number;
   pollMs: number;
   workMs: number;
+  sendRetryMs: number;
   maxJobs?: number;
   graceMs: number;
   outputRoot?: string;
@@ -92,6 +95,14 @@ export function workerCommand(): Command {
       new Option('--work-ms <ms>', "simulated work before each job's send (stops when the lease is lost)")
         .argParser(integerAtLeast(0))
         .default(0),
+    )
+    .addOption(
+      new Option(
+        '--send-retry-ms <ms>',
+        "how long a job's send is tried again while the gateway, the queue or the downstream cannot be reached, before the job is failed back to the queue (0: at once)",
+      )
+        .argParser(integerAtLeast(0))
+        .default(DEFAULT_SEND_RETRY_MS),
     )
     .addOption(
       new Option('--max-jobs <n>', 'exit after this many claims (default: run until stopped)').argParser(
@@ -156,7 +167,8 @@ export function workerCommand(): Command {
         '',
         'A lost lease (a renewal, send or finish refused as stale, or no renewal before the lease ends) aborts the',
         'job: nothing more is sent or finished under its token. A job whose handler fails is failed back to the',
-        'queue with the error, and retried by the queue.',
+        'queue with the error, and retried by the queue; a send that cannot reach the gateway, the queue or the',
+        'downstream is first sent again under the same lease, for up to --send-retry-ms.',
         '',
         'SIGTERM or SIGINT: no new claims; running jobs may finish within --grace-ms, then the leases of those still',
         'running are released (claimable by another worker at once, the attempt given back) and their handlers',
@@ -243,7 +255,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       graceMs: flags.graceMs,
       ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
       hooks: stalls.hooks,
-      handler: sendQtyHandler(flags.workMs, flags.outputRoot !== undefined),
+      handler: sendQtyHandler(flags.workMs, flags.outputRoot !== undefined, flags.sendRetryMs),
       onEvent: (event) => {
         stalls.observe(event);
         if (event.event === 'claimed') running += 1;
@@ -269,19 +281,37 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
   process.exit(0);
 }
 
+/** `--send-retry-ms`: a minute, so that a gateway or a downstream restarting spends no attempt. */
+export const DEFAULT_SEND_RETRY_MS = 60_000;
+
+/**
+ * What a send answers when the gateway, the queue behind it or the downstream could not be
+ * reached: nothing, or the effect once, was recorded, and the same send under the same lease is
+ * safe to repeat (the downstream records an effect once; a repeat is a duplicate).
+ */
+const UNREACHED: ReadonlySet<string> = new Set(['gateway_unavailable', 'queue_unavailable', 'upstream_unavailable']);
+
 /**
  * Simulated work, then one send of the job's qty; the result records what the gateway said.
  * With `writeOutput`, the work also leaves a file in the lease's own output folder. The send
- * renews the lease first only when it is short (`leaseIsShort`), not on every job.
+ * renews the lease first only when it is short (`leaseIsShort`), not on every job. A send that
+ * found the gateway, the queue or the downstream out of reach is sent again, under the same
+ * lease (renewed meanwhile), for up to `sendRetryMs`: an outage of a service then holds the jobs
+ * running, rather than failing each and spending its attempts. A lost lease or a stop ends the
+ * retries at once.
  */
-export function sendQtyHandler(workMs: number, writeOutput = false): Handler {
+export function sendQtyHandler(workMs: number, writeOutput = false, sendRetryMs = 0): Handler {
   return async (ctx) => {
     if (writeOutput) {
       const { id, token, qty, owner } = ctx.lease;
       await writeFile(join(await ctx.outputDir(), 'output.json'), `${JSON.stringify({ id, token, qty, owner })}\n`);
     }
     if (workMs > 0) await sleep(workMs, undefined, { signal: ctx.signal });
-    const sent = await ctx.send(ctx.lease.qty);
+    const sent = await retryWhile(
+      () => ctx.send(ctx.lease.qty),
+      (err) => err instanceof GatewayError && UNREACHED.has(err.code),
+      { budgetMs: sendRetryMs, firstDelayMs: 250, maxDelayMs: 5_000, signal: ctx.signal },
+    );
     return { outcome: sent.outcome, effectToken: sent.effect.token };
   };
 }

@@ -11,6 +11,7 @@ import { describe, expect, onTestFinished, test } from 'vitest';
 import { spawnCli, type ExitInfo } from '../../platform/spawn.js';
 import type { WorkerLine } from '../../worker/index.js';
 import { QueueClient } from '../../queue/client.js';
+import { startGateway } from '../../gateway/service.js';
 import { closeAfterTest, setup } from '../worker/setup.js';
 import { CLI, ROOT, cleanEnv } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -27,19 +28,12 @@ interface Run {
 
 /** `leasehold worker` on `s` with a job that takes a minute, so that a stop always finds it mid-job. */
 function midJobWorker(s: Awaited<ReturnType<typeof setup>>, name: string, graceMs: number): Run {
-  const urls = ['--queue', s.queue.url, '--gateway', s.gateway.url];
-  return cli([
-    'worker',
-    ...urls,
-    '--name',
-    name,
-    '--lease-ms',
-    '900',
-    '--work-ms',
-    '60000',
-    '--grace-ms',
-    String(graceMs),
-  ]);
+  return workerOn(s, name, '--lease-ms', '900', '--work-ms', '60000', '--grace-ms', String(graceMs));
+}
+
+/** `leasehold worker` named `name` on `s`'s queue and gateway, with more flags. */
+function workerOn(s: Awaited<ReturnType<typeof setup>>, name: string, ...flags: string[]): Run {
+  return cli(['worker', '--queue', s.queue.url, '--gateway', s.gateway.url, '--name', name, ...flags]);
 }
 
 /** Starts `leasehold <args>`; prints its output if the test fails; kills it after the test. */
@@ -94,6 +88,7 @@ describe('leasehold worker', () => {
       '--wait-ms',
       '--poll-ms',
       '--work-ms',
+      '--send-retry-ms',
       '--max-jobs',
       '--grace-ms',
       '--output-root',
@@ -310,6 +305,44 @@ describe('leasehold worker', () => {
       expect(sends[i]! - sends[i - 1]!, `send ${i + 1} after send ${i}, ms`).toBeGreaterThanOrEqual(100);
     }
     expect(await s.receiver.totals()).toEqual({ effects: 6, qty: 6 });
+  });
+
+  // A gateway restarting must not spend the attempts of the jobs in hand: the send is sent again.
+  test('the gateway out of reach: the send is tried again under the same lease, and the job finishes on its first attempt', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'through-outage', qty: 3 });
+    const { port } = s.gateway;
+    await s.gateway.close();
+    const run = workerOn(s, 'w1', '--lease-ms', '2000', '--send-retry-ms', '30000', '--max-jobs', '1');
+    await run.line(/"event":"send_failed"/);
+    const gateway = await startGateway({ port, queueUrl: s.queue.url, receiverUrl: s.receiver.url });
+    closeAfterTest(() => gateway.close());
+
+    expect(await run.exited).toMatchObject({ code: 0 });
+    const job = await s.client.get('through-outage');
+    expect({ status: job.status, attempts: job.attempts, token: job.token }).toEqual({
+      status: 'done',
+      attempts: 1,
+      token: 1,
+    });
+    expect(await s.receiver.effects()).toEqual([expect.objectContaining({ jobId: 'through-outage', qty: 3 })]);
+    const kinds = run.events.map((e) => e.event);
+    expect(
+      kinds.filter((k) => k === 'failed'),
+      'no attempt spent',
+    ).toEqual([]);
+    expect(kinds.indexOf('sent')).toBeGreaterThan(kinds.indexOf('send_failed'));
+  });
+
+  test('--send-retry-ms 0: a send that finds the gateway out of reach fails the job back to the queue at once', async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'no-retry', qty: 1 });
+    await s.gateway.close();
+    const run = workerOn(s, 'w1', '--send-retry-ms', '0', '--max-jobs', '1');
+    expect(await run.exited).toMatchObject({ code: 0 });
+    expect(run.events.filter((e) => e.event === 'send_failed')).toHaveLength(1);
+    expect(run.events.find((e) => e.event === 'failed')).toMatchObject({ job: 'no-retry' });
+    expect(await s.client.get('no-retry')).toMatchObject({ status: 'pending', attempts: 1 });
   });
 
   test('--prefetch beyond what one claim holds is a usage error naming the flag', async () => {
