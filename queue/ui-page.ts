@@ -60,6 +60,12 @@ const SCRIPT = `
     $('updated').textContent = 'updated ' + clock(s.now);
   }
 
+  // The next poll, unless the tab is hidden: one hidden while a poll was on its way stops there.
+  function later(ms) {
+    clearTimeout(timer);
+    if (!document.hidden) timer = setTimeout(poll, ms);
+  }
+
   function poll() {
     clearTimeout(timer);
     var key = sessionStorage.getItem(KEY);
@@ -75,12 +81,12 @@ const SCRIPT = `
           $('auth').hidden = true;
           $('problem').textContent = '';
           draw(s);
-          timer = setTimeout(poll, 1000);
+          later(1000);
         });
       })
       .catch(function (err) {
         $('problem').textContent = String(err.message || err) + '; trying again';
-        timer = setTimeout(poll, 2000);
+        later(2000);
       });
   }
 

@@ -52,7 +52,7 @@ export interface UiState {
   /** The queue's clock when the state was read: time left is `leaseUntil - now`. */
   now: number;
   stats: Stats;
-  /** The first jobs of each status: pending in claim order, done the latest finished. */
+  /** The first jobs of each status, in the order they were enqueued; done, the latest finished. */
   jobs: Record<JobStatus, UiJob[]>;
   /** Newest first. */
   refusals: UiRefusal[];

@@ -139,4 +139,43 @@ describe.skipIf(!browserTestsRun())('in a browser', () => {
     await shot(page, 'live-3-done');
     expect(errors).toEqual([]);
   });
+
+  // A hidden tab costs the queue nothing, even when it was hidden while a poll was on its way.
+  test('the live page stops polling when hidden, a poll in flight included, and starts again when shown', async () => {
+    const dir = tempDir('leasehold-ui-hidden-');
+    const queue = await startProcess('queue', ['--port', '0', '--db', join(dir, 'queue.sqlite')]);
+    const browser = await launchChromium();
+    const { page, errors } = await watchedPage(browser, { width: 1024, height: 700 });
+    const polls: number[] = [];
+    page.on('request', (req) => {
+      if (req.url().endsWith('/ui/state')) polls.push(Date.now());
+    });
+    let holdMs = 0;
+    await page.route('**/ui/state', async (route) => {
+      if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
+      await route.continue().catch(() => undefined);
+    });
+    const setHidden = (hidden: boolean) =>
+      page.evaluate((h) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, hidden);
+
+    await page.goto(new URL('/ui', queue.url).href);
+    await page.waitForFunction(() => document.getElementById('updated')?.textContent?.startsWith('updated'));
+    // Hidden while a poll is held on its way: its answer must not schedule another.
+    holdMs = 400;
+    await page.waitForRequest((req) => req.url().endsWith('/ui/state'));
+    await setHidden(true);
+    holdMs = 0;
+    await page.waitForTimeout(800);
+    const hiddenFrom = polls.length;
+    await page.waitForTimeout(3_000);
+    expect(polls.length - hiddenFrom, 'polls in 3 s while hidden').toBe(0);
+
+    await setHidden(false);
+    await page.waitForTimeout(3_000);
+    expect(polls.length - hiddenFrom, 'polls in 3 s once shown again').toBeGreaterThanOrEqual(2);
+    expect(errors).toEqual([]);
+  });
 });
