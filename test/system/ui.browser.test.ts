@@ -155,14 +155,14 @@ describe.skipIf(!browserTestsRun())('in a browser', () => {
       if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
       await route.continue().catch(() => undefined);
     });
+    // Run in the page, which has a DOM: written as text, since this file's types have none.
     const setHidden = (hidden: boolean) =>
-      page.evaluate((h) => {
-        Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
-        document.dispatchEvent(new Event('visibilitychange'));
-      }, hidden);
+      page.evaluate(
+        `Object.defineProperty(document, 'hidden', { configurable: true, get: () => ${hidden} }); document.dispatchEvent(new Event('visibilitychange'))`,
+      );
 
     await page.goto(new URL('/ui', queue.url).href);
-    await page.waitForFunction(() => document.getElementById('updated')?.textContent?.startsWith('updated'));
+    await page.waitForFunction(`document.getElementById('updated')?.textContent?.startsWith('updated')`);
     // Hidden while a poll is held on its way: its answer must not schedule another.
     holdMs = 400;
     await page.waitForRequest((req) => req.url().endsWith('/ui/state'));
