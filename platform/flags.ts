@@ -191,23 +191,32 @@ export function dbOption(defaultFile: string, description: string): Option {
 }
 
 /**
+ * The library's option names as the user gave their values: every option of `command` by its
+ * attribute name (`headersTimeoutMs` → `--headers-timeout-ms`), plus `renamed` where the library
+ * calls a value something else than its flag does (`queueUrl` → `--queue`); a value that came
+ * from the flag's variable is named by the variable (`LEASEHOLD_WAIT_MS`), since that is where
+ * the user must change it.
+ */
+export function flagNamesOf(command: Command, renamed: Record<string, string> = {}): Record<string, string> {
+  const shown = new Map<string, string>();
+  const derived: Record<string, string> = {};
+  for (const option of command.options) {
+    if (option.long === undefined) continue;
+    const fromVariable = command.getOptionValueSource(option.attributeName()) === 'env';
+    const name = fromVariable ? envVariable(option.long) : option.long;
+    shown.set(option.long, name);
+    derived[option.attributeName()] = name;
+  }
+  const renamedShown = Object.fromEntries(
+    Object.entries(renamed).map(([field, flag]) => [field, shown.get(flag) ?? flag]),
+  );
+  return { ...derived, ...renamedShown };
+}
+
+/**
  * Runs a library's option check (`resolveGatewayOptions`...) on the flags; its RangeError, which
  * names the library's fields, becomes a usage error that names the flags (`flagNames`) instead.
  */
-/**
- * The library's option names as the flags that set them: every option of `command` by its
- * attribute name (`headersTimeoutMs` → `--headers-timeout-ms`), plus `renamed` where the library
- * calls a value something else than its flag does (`queueUrl` → `--queue`).
- */
-export function flagNamesOf(command: Command, renamed: Record<string, string> = {}): Record<string, string> {
-  const derived = Object.fromEntries(
-    command.options
-      .filter((option) => option.long !== undefined)
-      .map((option) => [option.attributeName(), option.long!]),
-  );
-  return { ...derived, ...renamed };
-}
-
 export function checkOptions<T>(command: Command, flagNames: Record<string, string>, check: () => T): T {
   try {
     return check();

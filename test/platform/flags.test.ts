@@ -7,6 +7,7 @@ import { demoCommand, startCommand } from '../../demo/main.js';
 import { gatewayCommand } from '../../gateway/main.js';
 import {
   envVariable,
+  flagNamesOf,
   integerAtLeast,
   leaseholdCommand,
   oneOf,
@@ -157,6 +158,33 @@ describe('usage errors', () => {
       );
       // A bad variable does not matter when the flag is given: it is never read.
       expect(await parse(probe(), ['--port', '5'])).toMatchObject({ exit: undefined, opts: { port: 5 } });
+    });
+
+    // A range the library checks after parsing (checkOptions): its message names where the value came from.
+    test("a library option's name is its flag's, or its variable's when the value came from there", async () => {
+      const probed = () =>
+        leaseholdCommand('probe')
+          .addOption(new Option('--wait-ms <ms>').argParser(parsePort))
+          .addOption(new Option('--queue <url>'));
+      const namesAfter = async (args: string[]) => {
+        const command = probed();
+        await parse(command, args);
+        return flagNamesOf(command, { queueUrl: '--queue' });
+      };
+      expect(await namesAfter(['--wait-ms', '5', '--queue', 'http://x'])).toMatchObject({
+        waitMs: '--wait-ms',
+        queue: '--queue',
+        queueUrl: '--queue',
+      });
+      vi.stubEnv('LEASEHOLD_WAIT_MS', '5');
+      vi.stubEnv('LEASEHOLD_QUEUE', 'http://x');
+      expect(await namesAfter([])).toMatchObject({
+        waitMs: 'LEASEHOLD_WAIT_MS',
+        queue: 'LEASEHOLD_QUEUE',
+        queueUrl: 'LEASEHOLD_QUEUE',
+      });
+      // The flag beats the variable, and names the value.
+      expect(await namesAfter(['--wait-ms', '7'])).toMatchObject({ waitMs: '--wait-ms', queueUrl: 'LEASEHOLD_QUEUE' });
     });
 
     test('a boolean variable is on for true or 1, off for false, 0 or empty, and refused otherwise', async () => {
