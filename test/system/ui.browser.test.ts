@@ -155,14 +155,17 @@ describe.skipIf(!browserTestsRun())('in a browser', () => {
       if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
       await route.continue().catch(() => undefined);
     });
-    // Run in the page, which has a DOM: written as text, since this file's types have none.
+    // Runs in the page, as a function (the page's CSP allows no script from a string); this
+    // file's types know no DOM, so the document is reached as the EventTarget it is.
     const setHidden = (hidden: boolean) =>
-      page.evaluate(
-        `Object.defineProperty(document, 'hidden', { configurable: true, get: () => ${hidden} }); document.dispatchEvent(new Event('visibilitychange'))`,
-      );
+      page.evaluate((h) => {
+        const doc = (globalThis as unknown as { document: EventTarget }).document;
+        Object.defineProperty(doc, 'hidden', { configurable: true, get: () => h });
+        doc.dispatchEvent(new Event('visibilitychange'));
+      }, hidden);
 
     await page.goto(new URL('/ui', queue.url).href);
-    await page.waitForFunction(`document.getElementById('updated')?.textContent?.startsWith('updated')`);
+    await page.locator('#updated', { hasText: /^updated/ }).waitFor();
     // Hidden while a poll is held on its way: its answer must not schedule another.
     holdMs = 400;
     await page.waitForRequest((req) => req.url().endsWith('/ui/state'));
