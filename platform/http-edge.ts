@@ -185,7 +185,12 @@ export function parseWith<T extends z.ZodType>(
     const missing = issue.code === 'invalid_type' && issue.path.length > 0 && !hasPath(given, issue.path);
     return { path, message: missing ? `${path} is required` : issue.message };
   });
-  throw make({
+  throw invalid(what, issues, make);
+}
+
+/** One 400 naming every issue of `what` (the request body, the query string...). */
+function invalid(what: string, issues: Issue[], make: MakeServiceError): ServiceError {
+  return make({
     code: 'invalid_request',
     message: `The ${what} is invalid: ${issues.map(describe).join('; ')}.`,
     details: { issues },
@@ -202,15 +207,8 @@ export function parseQueryWith<T extends z.ZodType>(schema: T, query: unknown, m
   const given = { ...(query as object) } as Record<string, unknown>;
   const repeated = Object.keys(given).filter((name) => Array.isArray(given[name]));
   if (repeated.length > 0) {
-    const issues: Issue[] = repeated.map((name) => ({
-      path: name,
-      message: `${name} is given more than once; give it once`,
-    }));
-    throw make({
-      code: 'invalid_request',
-      message: `The query string is invalid: ${issues.map(describe).join('; ')}.`,
-      details: { issues },
-    });
+    const issues = repeated.map((name) => ({ path: name, message: `${name} is given more than once; give it once` }));
+    throw invalid('query string', issues, make);
   }
   return parseWith(schema, given, 'query string', make);
 }
