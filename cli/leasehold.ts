@@ -29,4 +29,20 @@ program.addCommand(demoWorkerCommand(), { hidden: true });
 program.addCommand(auditCommand());
 program.addCommand(conformCommand());
 
+// commander's own help command reads `help --help` as help for a command named "--help", and
+// answers an unknown name with the whole help on stderr; this one gives its own usage for the
+// first, and a usage error that names the command for the second.
+program.helpCommand(false);
+program
+  .command('help [command]')
+  .description('display help for command')
+  .action((name: string | undefined) => {
+    if (name === undefined) return program.help();
+    const command = program.commands.find((c) => c.name() === name || c.aliases().includes(name));
+    if (command === undefined) {
+      return program.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand' });
+    }
+    return command.help();
+  });
+
 await program.parseAsync(process.argv);

@@ -42,12 +42,12 @@ export function resolveDemoOptions(options: DemoOptions): ResolvedDemoOptions {
   return {
     cliPath: options.cliPath,
     // Half the jobs are enqueued after the first freeze: both halves need work for three workers.
-    jobs: int('--jobs', options.jobs ?? DEMO_DEFAULTS.jobs, 6, 1_000),
+    jobs: int('jobs', options.jobs ?? DEMO_DEFAULTS.jobs, 6, 1_000),
     // One to freeze, one to kill, at least one to carry on.
-    workers: int('--workers', options.workers ?? DEMO_DEFAULTS.workers, 3, 20),
-    leaseMs: int('--lease-ms', options.leaseMs ?? DEMO_DEFAULTS.leaseMs, 600, 60_000),
-    workMs: int('--work-ms', options.workMs ?? DEMO_DEFAULTS.workMs, 0, 60_000),
-    seed: int('--seed', options.seed ?? DEMO_DEFAULTS.seed, 0, 2 ** 32 - 1),
+    workers: int('workers', options.workers ?? DEMO_DEFAULTS.workers, 3, 20),
+    leaseMs: int('leaseMs', options.leaseMs ?? DEMO_DEFAULTS.leaseMs, 600, 60_000),
+    workMs: int('workMs', options.workMs ?? DEMO_DEFAULTS.workMs, 0, 60_000),
+    seed: int('seed', options.seed ?? DEMO_DEFAULTS.seed, 0, 2 ** 32 - 1),
     keep: options.keep ?? false,
     timeoutMs: int('timeoutMs', options.timeoutMs ?? DEMO_DEFAULTS.timeoutMs, 1_000, 3_600_000),
     onEntry: options.onEntry,

@@ -4,7 +4,7 @@
 import type { SqliteJournal } from './sqlite.js';
 import { LISTEN_DEFAULTS } from './listen.js';
 import { startFailureOfDatabase } from './database-errors.js';
-import { isPostgresUrl } from './postgres.js';
+import { isPostgresUrl, parsePostgresUrl } from './postgres.js';
 import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -323,12 +323,26 @@ export function journalOption(): Option {
  * ignore the flag while the ready line claimed it.
  */
 export function checkDatabaseFlags(command: Command, flags: { db: string; journal: SqliteJournal }): void {
-  if (flags.db === '') command.error('error: --db is empty; give a SQLite file path, :memory: or a postgres:// URL');
-  if (flags.journal !== 'delete' && isPostgresUrl(flags.db)) {
+  const name = dbNameOf(command);
+  if (flags.db === '') command.error(`error: ${name} is empty; give a SQLite file path, :memory: or a postgres:// URL`);
+  if (!isPostgresUrl(flags.db)) return;
+  if (flags.journal !== 'delete') {
     command.error(
       `error: --journal ${flags.journal} is for SQLite; a postgres:// database keeps its own write-ahead log, so leave --journal out`,
     );
   }
+  try {
+    parsePostgresUrl(flags.db);
+  } catch (err) {
+    command.error(`error: ${name} ${(err as Error).message}`);
+  }
+}
+
+/** Where `--db`'s value came from: the flag, LEASEHOLD_DB, or DATABASE_URL standing in for the default. */
+function dbNameOf(command: Command): string {
+  const source = command.getOptionValueSource('db');
+  if (source === 'env') return envVariable('--db');
+  return source === 'default' && process.env.DATABASE_URL ? 'DATABASE_URL' : '--db';
 }
 
 /** `--api-key`: the key a service requires (queue, gateway), or a client presents (worker, gateway). */

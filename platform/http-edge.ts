@@ -179,13 +179,24 @@ export function parseWith<T extends z.ZodType>(
   const given = value === undefined ? {} : value;
   const result = schema.safeParse(given);
   if (result.success) return result.data;
+  // An array where an object was expected is said as a scalar there is (bodyParserFailure).
+  if (Array.isArray(given) && result.error.issues.some((issue) => issue.path.length === 0)) {
+    throw make({
+      code: 'invalid_request',
+      message: `The ${what} is JSON, but an array rather than an object; send a JSON object.`,
+      details: {},
+    });
+  }
   const issues: Issue[] = result.error.issues.map((issue) => {
     const path = issue.path.map(String).join('.');
     // A field left out is said to be missing, not to be of the wrong kind ("qty must be an integer").
     const missing = issue.code === 'invalid_type' && issue.path.length > 0 && !hasPath(given, issue.path);
     return { path, message: missing ? `${path} is required` : issue.message };
   });
-  throw invalid(what, issues, make);
+  // One value can fail two checks that say the same (too large for a safe integer and for the
+  // field's own maximum): each is said once.
+  const distinct = [...new Map(issues.map((issue) => [`${issue.path}\n${issue.message}`, issue])).values()];
+  throw invalid(what, distinct, make);
 }
 
 /** One 400 naming every issue of `what` (the request body, the query string...). */

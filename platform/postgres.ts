@@ -17,6 +17,7 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
 const ANY_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
 /** An unquoted PostgreSQL identifier, so the name needs no escaping anywhere. */
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const PLAIN_IDENTIFIER = 'use letters, digits and underscores (at most 63, not starting with a digit)';
 
 /** True for a `postgres://` or `postgresql://` URL: the `--db` values that select PostgreSQL. */
 export function isPostgresUrl(db: string): boolean {
@@ -39,20 +40,42 @@ export function looksLikeUrl(db: string): boolean {
   return ANY_URL.test(db);
 }
 
-/** Splits leasehold's `?schema=NAME` off a PostgreSQL URL; the rest goes to `pg` unchanged. */
+/**
+ * Splits leasehold's `?schema=NAME` off a PostgreSQL URL; the rest goes to `pg` unchanged. A URL
+ * that cannot be read, or that gives the schema more than once, is a RangeError whose message
+ * follows the value's name ("db is not ...").
+ */
 export function parsePostgresUrl(db: string): PostgresTarget {
   if (!isPostgresUrl(db)) throw new Error(`Expected a postgres:// or postgresql:// URL, got "${redactDb(db)}".`);
-  const url = new URL(db);
-  const schema = url.searchParams.get('schema') ?? undefined;
+  let url: URL;
+  try {
+    url = new URL(db);
+  } catch {
+    throw new RangeError(
+      `"${redactDb(db)}" is not a URL that can be read: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a port up to 65535 and any of @ : / ? # % or a space in the user or password percent-encoded (@ as %40).`,
+    );
+  }
+  const schemas = url.searchParams.getAll('schema');
+  if (schemas.length > 1) {
+    throw new RangeError(
+      `"${redactDb(db)}" gives ?schema= ${schemas.length} times (${schemas.map((s) => JSON.stringify(s)).join(', ')}); give it once.`,
+    );
+  }
+  const schema = schemas[0];
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+    throw new RangeError(
+      `"${redactDb(db)}" gives the schema name ${JSON.stringify(schema)}, which is not a plain identifier; ${PLAIN_IDENTIFIER}.`,
+    );
+  }
   url.searchParams.delete('schema');
-  return { connectionString: url.toString(), schema: checkSchemaName(schema) };
+  return { connectionString: url.toString(), schema };
 }
 
 /** Accepts only plain identifiers as schema names, so they are safe to put in SQL unescaped. */
 export function checkSchemaName(schema: string | undefined): string | undefined {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new Error(
-      `The schema name "${schema}" is not a plain identifier; use letters, digits and underscores (at most 63, not starting with a digit).`,
+      `The schema name "${schema}" is not a plain identifier; ${PLAIN_IDENTIFIER}.`,
     );
   }
   return schema;
@@ -77,7 +100,8 @@ export function redactDb(db: string): string {
     return url.toString();
   } catch {
     // Not a URL the WHATWG parser takes: mask what could be a secret by shape instead.
-    return db.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
+    // Up to the last @: a password that breaks the URL may hold an @, a ? or a # of its own.
+    return db.replace(/\/\/.*@/, '//***@').replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
   }
 }
 

@@ -71,12 +71,27 @@ async function runService<Flags extends ServiceFlags, Options, S extends Running
   options: Options,
 ): Promise<void> {
   const logger = createLogger({ service: main.service, level: flags.logLevel });
+  // Signals are handled from the start: a stop asked for while the service is still starting
+  // (opening its database, migrating, binding its port) waits for the start, then closes what
+  // it opened, instead of the process dying mid-way without a line.
+  const starting = main.start(options, logger);
+  let stopping = false;
+  onShutdown(
+    async () => {
+      stopping = true;
+      const started = await starting.catch(() => undefined);
+      await started?.close();
+    },
+    logger,
+    main.forceExitMs?.(options) ?? DEFAULT_FORCE_EXIT_MS,
+  );
   let service: S;
   try {
-    service = await main.start(options, logger);
+    service = await starting;
   } catch (err) {
     failStart(main.service, err, { port: flags.port, logger });
   }
+  if (stopping) return;
   logger.info(
     {
       url: service.url,
@@ -85,8 +100,6 @@ async function runService<Flags extends ServiceFlags, Options, S extends Running
     },
     `${main.service} ready`,
   );
-  // Before the line a parent waits for, so a signal sent as soon as it is read is handled.
-  onShutdown(() => service.close(), logger, main.forceExitMs?.(options) ?? DEFAULT_FORCE_EXIT_MS);
   process.stdout.write(`leasehold ${main.service} listening on ${service.url}\n`);
 }
 

@@ -12,16 +12,30 @@ const MAX_LEASE_MS = 7 * 24 * 60 * 60 * 1000;
 const name = (what: string) => idSchema(what);
 
 /**
+ * zod's int(), whose messages are `message` for a value that is not an integer, and the field's
+ * own bounds for a whole number beyond 2^53 - 1 either way (JSON can carry one, JavaScript cannot
+ * hold it exactly): zod refuses those before any min() or max() and would say "not an integer".
+ */
+const integer = (message: string, bounds: { below: string; above: string }) =>
+  z.int({
+    error: (issue) => (issue.code === 'too_big' ? bounds.above : issue.code === 'too_small' ? bounds.below : message),
+  });
+const safeBounds = (what: string) => ({
+  below: `${what} must be at least ${Number.MIN_SAFE_INTEGER}`,
+  above: `${what} must be at most ${Number.MAX_SAFE_INTEGER}`,
+});
+
+/**
  * The longest relative time (`deadlineMs`, `retryInMs`): 100 years. Added to any time a clock
  * can read (a Date reaches 8.64e15 ms at most) it stays below 2^53, so the deadline or runAt the
  * queue computes is always a safe integer.
  */
 export const MAX_OFFSET_MS = 100 * 365.25 * 24 * 60 * 60 * 1000;
-const offsetMs = (what: string, min: number) =>
-  z
-    .int({ error: `${what} must be an integer` })
-    .min(min, `${what} must be ${min === 0 ? '>= 0' : `at least ${min}`}`)
-    .max(MAX_OFFSET_MS, `${what} must be at most ${MAX_OFFSET_MS} (100 years)`);
+const offsetMs = (what: string, min: number) => {
+  const below = `${what} must be ${min === 0 ? '>= 0' : `at least ${min}`}`;
+  const above = `${what} must be at most ${MAX_OFFSET_MS} (100 years)`;
+  return integer(`${what} must be an integer`, { below, above }).min(min, below).max(MAX_OFFSET_MS, above);
+};
 
 /** Free text, kept as sent except that what no store can keep (NUL, a lone surrogate) becomes U+FFFD. */
 const text = (field: string, description: string, maxLength: number) =>
@@ -30,26 +44,38 @@ const text = (field: string, description: string, maxLength: number) =>
     .max(maxLength, `${field} must be at most ${maxLength} characters`)
     .overwrite(storableText);
 const epochMs = (what: string) =>
-  z.int({ error: `${what} must be an integer (epoch milliseconds)` }).min(0, `${what} must be >= 0`);
-const token = z.int({ error: 'token must be an integer' }).min(1, 'token must be >= 1');
-const leaseMs = z
-  .int({ error: 'leaseMs must be an integer number of milliseconds' })
-  .min(1, 'leaseMs must be at least 1')
-  .max(MAX_LEASE_MS, `leaseMs must be at most ${MAX_LEASE_MS} (7 days)`);
-const maxAttempts = z
-  .int({ error: 'maxAttempts must be an integer' })
-  .min(1, 'maxAttempts must be at least 1')
-  .max(1000, 'maxAttempts must be at most 1000');
+  integer(`${what} must be an integer (epoch milliseconds)`, {
+    ...safeBounds(what),
+    below: `${what} must be >= 0`,
+  }).min(0, `${what} must be >= 0`);
+const token = integer('token must be an integer', { ...safeBounds('token'), below: 'token must be >= 1' }).min(
+  1,
+  'token must be >= 1',
+);
+const leaseMsBounds = {
+  below: 'leaseMs must be at least 1',
+  above: `leaseMs must be at most ${MAX_LEASE_MS} (7 days)`,
+};
+const leaseMs = integer('leaseMs must be an integer number of milliseconds', leaseMsBounds)
+  .min(1, leaseMsBounds.below)
+  .max(MAX_LEASE_MS, leaseMsBounds.above);
+const maxAttemptsBounds = { below: 'maxAttempts must be at least 1', above: 'maxAttempts must be at most 1000' };
+const maxAttempts = integer('maxAttempts must be an integer', maxAttemptsBounds)
+  .min(1, maxAttemptsBounds.below)
+  .max(1000, maxAttemptsBounds.above);
 
 export const enqueueBody = z.strictObject({
   id: name('id').optional(),
-  qty: z.int({ error: 'qty must be an integer' }).min(1, 'qty must be a positive integer'),
+  qty: integer('qty must be an integer', { ...safeBounds('qty'), below: 'qty must be a positive integer' }).min(
+    1,
+    'qty must be a positive integer',
+  ),
   payload: z.json().optional(),
   deadline: epochMs('deadline').optional(),
   deadlineMs: offsetMs('deadlineMs', 1).optional(),
   maxAttempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   runAt: epochMs('runAt').optional(),
-  priority: z.int({ error: 'priority must be an integer' }).default(0),
+  priority: integer('priority must be an integer', safeBounds('priority')).default(0),
 });
 
 export const MAX_CLAIM_BATCH = 100;
@@ -59,14 +85,18 @@ export const claimBody = z.strictObject({
   owner: name('owner'),
   leaseMs: leaseMs.default(DEFAULT_LEASE_MS),
   /** With `max`, the answer is `{leases}`: between 1 and `max` of them. */
-  max: z
-    .int({ error: 'max must be an integer' })
+  max: integer('max must be an integer', {
+    below: 'max must be at least 1',
+    above: `max must be at most ${MAX_CLAIM_BATCH}`,
+  })
     .min(1, 'max must be at least 1')
     .max(MAX_CLAIM_BATCH, `max must be at most ${MAX_CLAIM_BATCH}`)
     .optional(),
   /** Long poll: wait up to this long for a job to become claimable before answering 204. */
-  waitMs: z
-    .int({ error: 'waitMs must be an integer number of milliseconds' })
+  waitMs: integer('waitMs must be an integer number of milliseconds', {
+    below: 'waitMs must be >= 0',
+    above: `waitMs must be at most ${MAX_CLAIM_WAIT_MS} (30 s)`,
+  })
     .min(0, 'waitMs must be >= 0')
     .max(MAX_CLAIM_WAIT_MS, `waitMs must be at most ${MAX_CLAIM_WAIT_MS} (30 s)`)
     .default(0),
@@ -156,8 +186,7 @@ export const listQuery = z.strictObject(
       .optional(),
     limit: queryInteger('limit')
       .pipe(
-        z
-          .int({ error: 'limit must be an integer' })
+        integer('limit must be an integer', { below: 'limit must be at least 1', above: 'limit must be at most 1000' })
           .min(1, 'limit must be at least 1')
           .max(1000, 'limit must be at most 1000'),
       )

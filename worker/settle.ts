@@ -1,8 +1,10 @@
 // How a lease ends at the queue: finish (optionally claiming the slot's next job in the same
 // request), fail, or release. None is fire-and-forget: a call that gets no answer is retried,
 // since each is fenced by the token and safe to repeat. What comes of it is reported to the
-// lease's keeper, which decides and reports a loss: a refusal, or no answer in time.
+// lease's keeper, which decides and reports a loss: a refusal, or no answer in time (for a
+// finish, which may have landed unanswered: none before the grace after a stop is over).
 import { setTimeout as delay } from 'node:timers/promises';
+import { QueueError } from '../queue/client.js';
 import type { WorkerEventBody } from './events.js';
 import type { FinishCoalescer, ResultSize } from './finish-batch.js';
 import type { LeaseKeeper } from './lease-keeper.js';
@@ -24,6 +26,8 @@ export interface SettleDeps {
   /** Where finishes go: coalesced with the other slots' into one request while one is on its way. */
   finishes: FinishCoalescer;
   emit(event: WorkerEventBody): void;
+  /** Aborted when the grace time after a stop is over: a finish the queue has not answered yet is then given up. */
+  graceSignal?: AbortSignal | undefined;
 }
 
 /** At least this many finish, fail or release attempts are made, even past the estimated end of the lease. */
@@ -123,7 +127,7 @@ function lostOutcome(keeper: LeaseKeeper, settled: { lost: true } | { unanswered
  * Runs `call` until the queue answers. A refusal is final (unless `recover` shows an earlier
  * attempt landed); a call without an answer is retried — at least a few times, since under
  * `--late-finish if-unclaimed` the queue may still take it after the lease's end, and then, for
- * finish and fail, until the estimated end has passed.
+ * finish and fail, until the estimated end has passed, and for a finish in doubt beyond it.
  */
 async function settle<T>(
   keeper: LeaseKeeper,
@@ -147,8 +151,22 @@ async function settle<T>(
       }
       deps.emit({ event: 'call_failed', op, job: id, token, error: errorMessage(err) });
       const pastEnd = op === 'release' || deps.options.clock.now() >= keeper.leaseEndEstimate;
-      if (attempt >= MIN_SETTLE_ATTEMPTS && pastEnd) return { unanswered: true };
+      if (attempt >= MIN_SETTLE_ATTEMPTS && pastEnd && !finishInDoubt(op, err, deps.graceSignal)) {
+        return { unanswered: true };
+      }
       await delay(deps.options.retryMs);
     }
   }
+}
+
+/**
+ * A finish that got no answer may have landed, and only the queue's answer to a later attempt
+ * (`finishedEarlierBy`) tells a job finished under this lease from a lost one: so it is not given
+ * up when the lease runs out, only once the grace after a stop is over. A request the queue
+ * answered below 500 without refusing the lease (a malformed one) changed nothing: there is
+ * nothing to find out.
+ */
+function finishInDoubt(op: Op, err: unknown, graceSignal: AbortSignal | undefined): boolean {
+  if (op !== 'finish' || graceSignal?.aborted) return false;
+  return !(err instanceof QueueError && err.status < 500);
 }

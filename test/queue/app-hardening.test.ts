@@ -149,6 +149,37 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
     expect(later.body.job.runAt).toBe(NOW + MAX_OFFSET_MS);
   });
 
+  test('a whole number past 2^53 - 1 is refused by the bounds of its field, each said once, not as "not an integer"', async () => {
+    const { http, stats } = await setup();
+    const cases: Array<[string, object, string]> = [
+      ['/jobs', { qty: 2 ** 53 }, 'qty must be at most 9007199254740991'],
+      ['/jobs', { qty: -(2 ** 53) }, 'qty must be a positive integer'],
+      ['/jobs', { qty: 1, priority: 2 ** 60 }, 'priority must be at most 9007199254740991'],
+      ['/jobs', { qty: 1, deadlineMs: 2 ** 53 }, `deadlineMs must be at most ${MAX_OFFSET_MS} (100 years)`],
+      ['/claims', { owner: 'w1', leaseMs: 2 ** 53 }, 'leaseMs must be at most 604800000 (7 days)'],
+    ];
+    for (const [path, body, issue] of cases) {
+      const res = await http().post(path).send(body);
+      expect({ status: res.status, message: res.body.error?.message }, JSON.stringify(body)).toEqual({
+        status: 400,
+        message: `The request body is invalid: ${issue}.`,
+      });
+    }
+    expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
+  });
+
+  test('a JSON array where an object is expected is said to be an array, as a number or a string is', async () => {
+    const { http, stats } = await setup();
+    for (const body of [[{ qty: 1 }], []]) {
+      const res = await http().post('/jobs').send(body);
+      expect({ status: res.status, message: res.body.error?.message }, JSON.stringify(body)).toEqual({
+        status: 400,
+        message: 'The request body is JSON, but an array rather than an object; send a JSON object.',
+      });
+    }
+    expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
+  });
+
   test('a body that claims gzip but is not gzip is 400, and nothing is enqueued', async () => {
     const { http, stats } = await setup();
     const res = await http()

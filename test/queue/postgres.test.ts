@@ -70,6 +70,23 @@ describe('postgres URLs', () => {
     expect(redactDb('postgres://app:s3cret@db:99999/jobs?password=s3cret#x')).toBe(
       'postgres://***@db:99999/jobs?password=***#x',
     );
+    // A password with an @, a ? or a # of its own, left unencoded: nothing of it is shown.
+    expect(
+      ['postgres://app:p@ss@db:99999/jobs', 'postgres://app:p?ss@db:99999/jobs', 'postgres://app:p#ss@db:99999/x'].map(
+        redactDb,
+      ),
+    ).toEqual(['postgres://***@db:99999/jobs', 'postgres://***@db:99999/jobs', 'postgres://***@db:99999/x']);
+  });
+
+  test('a URL that cannot be read, or gives the schema twice, is refused saying how to write it', () => {
+    expect(() => parsePostgresUrl('postgres://app:s3cret@db:99999/jobs')).toThrow(
+      new RangeError(
+        '"postgres://***@db:99999/jobs" is not a URL that can be read: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a port up to 65535 and any of @ : / ? # % or a space in the user or password percent-encoded (@ as %40).',
+      ),
+    );
+    expect(() => parsePostgresUrl('postgres://h/db?schema=a&schema=b')).toThrow(
+      new RangeError('"postgres://h/db?schema=a&schema=b" gives ?schema= 2 times ("a", "b"); give it once.'),
+    );
   });
 
   test('a URL of another database is refused, not taken for a SQLite file name', async () => {

@@ -1,10 +1,12 @@
 // The real `leasehold queue` process from dist/: its one line on stdout, its JSON logs, the
 // LEASEHOLD_<FLAG> variables, and the one-line answers to a bad flag (exit 2) and to a port in
 // use (exit 1). Run after `npm run build`.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import sqlite3 from 'sqlite3';
 import { describe, expect, test } from 'vitest';
-import { freePort, portInUse, runCli, startProcess } from '../helpers/processes.js';
+import { spawnCli } from '../../platform/spawn.js';
+import { CLI, ROOT, cleanEnv, freePort, portInUse, runCli, startProcess } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 
 describe('leasehold queue (process)', () => {
@@ -47,6 +49,15 @@ describe('leasehold queue (process)', () => {
     expect(new URL(flag.url).port).not.toBe(String(busy));
   });
 
+  test('a bad LEASEHOLD_DB or DATABASE_URL is named as the variable it came from', async () => {
+    const bad = 'postgres://127.0.0.1:5432/test?schema=a-b';
+    const line = `"${bad}" gives the schema name "a-b", which is not a plain identifier; use letters, digits and underscores (at most 63, not starting with a digit)`;
+    for (const variable of ['LEASEHOLD_DB', 'DATABASE_URL']) {
+      const { code, stdout, stderr } = await runCli(['queue', '--port', '0'], { [variable]: bad });
+      expect({ code, stdout, stderr }).toEqual({ code: 2, stdout: '', stderr: `leasehold queue: ${variable} ${line}\n` });
+    }
+  });
+
   test('--port abc: one line that says what is wrong, exit code 2', async () => {
     const { code, stdout, stderr } = await runCli(['queue', '--port', 'abc']);
     expect({ code, stdout, stderr }).toEqual({
@@ -61,6 +72,14 @@ describe('leasehold queue (process)', () => {
     [
       ['--db', 'postgres://postgres@127.0.0.1:5432/test', '--journal', 'wal'],
       '--journal wal is for SQLite; a postgres:// database keeps its own write-ahead log, so leave --journal out',
+    ],
+    [
+      ['--db', 'postgres://app:p@ss@127.0.0.1:99999/test'],
+      '--db "postgres://***@127.0.0.1:99999/test" is not a URL that can be read: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a port up to 65535 and any of @ : / ? # % or a space in the user or password percent-encoded (@ as %40)',
+    ],
+    [
+      ['--db', 'postgres://127.0.0.1:5432/test?schema=a&schema=b'],
+      '--db "postgres://127.0.0.1:5432/test?schema=a&schema=b" gives ?schema= 2 times ("a", "b"); give it once',
     ],
   ])('%j: one line that says what is wrong, exit code 2, nothing started', async (args, line) => {
     for (const service of ['queue', 'receiver']) {
@@ -95,6 +114,44 @@ describe('leasehold queue (process)', () => {
       'LEASEHOLD_LOG_LEVEL',
     ]) {
       expect(stdout, name).toContain(name);
+    }
+  });
+
+  test('SIGTERM while it is still starting: it waits for the start, closes, says so and exits 0', async () => {
+    const db = join(tempDir('leasehold-queue-starting-'), 'queue.sqlite');
+    // A lock held on the file keeps the queue starting (its first statement waits on it).
+    const holder = new sqlite3.Database(db);
+    const exec = (sql: string) =>
+      new Promise<void>((resolve, reject) => holder.exec(sql, (err) => (err ? reject(err) : resolve())));
+    await exec('BEGIN EXCLUSIVE');
+    const child = spawnCli(CLI, 'queue', ['--port', '0', '--db', db], { cwd: ROOT, env: cleanEnv() });
+    try {
+      // It has the file open: its start has begun, and its signal handlers are in place.
+      const opened = () =>
+        readdirSync(`/proc/${child.pid}/fd`).some((fd) => {
+          try {
+            return readlinkSync(`/proc/${child.pid}/fd/${fd}`) === db;
+          } catch {
+            return false;
+          }
+        });
+      await expect.poll(opened, { timeout: 20_000, interval: 20 }).toBe(true);
+      child.signal('SIGTERM');
+      await exec('COMMIT');
+      const exit = await child.exited;
+      const messages = child
+        .stderr()
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => (JSON.parse(line) as { msg: string }).msg);
+      expect({ exit, stdout: child.stdout(), messages }).toEqual({
+        exit: { code: 0, signal: null },
+        stdout: '',
+        messages: ['stopping', 'stopped'],
+      });
+    } finally {
+      await child.stop('SIGKILL');
+      await new Promise((resolve) => holder.close(resolve));
     }
   });
 });

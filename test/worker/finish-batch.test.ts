@@ -3,10 +3,10 @@
 // own job, its own next lease and its own refusal; a lone finish goes at once by the single
 // route; a batch holds no more than the queue's body and key limits; a batch refused whole is sent
 // again one finish at a time; a cut answer is retried by each finish on its own path, and
-// recognised as landed.
+// recognised as landed, even when the queue answers again only after the leases ran out.
 import { describe, expect, test } from 'vitest';
 import { QueueClient } from '../../queue/client.js';
-import { enqueue, finishRequests, gate, ids, runOn, start } from './finish-kit.js';
+import { enqueue, finishOutlivedLease, finishRequests, gate, ids, runOn, start } from './finish-kit.js';
 import { queueProxy } from './proxy.js';
 import { closeAfterTest, eventually, setup, timeline } from './setup.js';
 
@@ -129,6 +129,40 @@ describe('finishes coalesced across slots', () => {
     // Sent again, alone or together: never fewer finishes than jobs after the cut.
     const again = proxy.batches.slice(1).reduce((n, b) => n + b.finishes.length, 0);
     expect(again + proxy.requests.filter((r) => r === 'POST /jobs/:id/finish').length).toBe(8);
+  });
+
+  test('a batch whose answer was cut, its retries finding the queue unreachable until the leases ran out: each finish counts once the queue answers again', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    const jobs = ids('j', 4);
+    await enqueue(s, jobs);
+    const handlers = gate(4);
+    void handlers.full.then(handlers.open);
+    // The queue commits the batch and its answer is cut; from then on the queue cannot be reached.
+    const outage = proxy.cutAnswer('POST /finishes').then(() => proxy.unreachable());
+    // On the real clock, so the leases run out while the finishes go unanswered.
+    const { worker, events } = s.worker({ queueUrl: proxy.url, leaseMs: 900, concurrency: 4 });
+
+    const running = worker.run(
+      async () => {
+        await handlers.wait();
+        return 'ok';
+      },
+      { maxJobs: 4 },
+    );
+    for (const id of jobs) await finishOutlivedLease(events, id);
+    (await outage).restore();
+
+    const summary = await running;
+    expect(
+      summary,
+      `the run's summary (timelines: ${jobs.map((id) => timeline(events, id).join(' ')).join('; ')})`,
+    ).toEqual({ claimed: 4, finished: 4, failed: 0, lost: 0, released: 0 });
+    expect(proxy.batches[0]!.finishes.map((f) => f.id).sort()).toEqual(jobs);
+    for (const id of jobs) {
+      expect(timeline(events, id).filter((step) => step !== 'call_failed')).toEqual(['claimed', 'finished']);
+      expect(await s.client.get(id)).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: 'ok' });
+    }
   });
 
   test.each([

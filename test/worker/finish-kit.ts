@@ -1,10 +1,11 @@
-// The finish-batch tests' kit: a gate the handlers wait at, and a worker through the counting
-// proxy or on a replaced queue API, both on a clock that stands still.
+// The finish tests' kit: a gate the handlers wait at, a worker through the counting proxy or on
+// a replaced queue API, both on a clock that stands still, and the wait for a finish that got no
+// answer until its lease ran out.
 import { ManualClock } from '../../testing/clock.js';
 import { runWorker, type Handler, type WorkerEvent, type WorkerSummary } from '../../worker/index.js';
 import type { QueueApi } from '../../worker/types.js';
 import type { QueueProxy } from './proxy.js';
-import type { Setup } from './setup.js';
+import { eventually, type Setup } from './setup.js';
 
 /** A gate the handlers wait at: opened by the test, or by itself once `count` handlers wait. */
 export function gate(count = Infinity): { wait(): Promise<void>; open(): void; waiting: number; full: Promise<void> } {
@@ -88,3 +89,24 @@ export async function enqueue(s: Setup, jobs: string[]): Promise<void> {
 
 export const finishRequests = (proxy: QueueProxy) =>
   proxy.requests.filter((r) => r === 'POST /finishes' || r === 'POST /jobs/:id/finish');
+
+/**
+ * Resolves once `jobId`'s finish has gone without an answer past the job's lease on the queue:
+ * the worker has tried it again after the lease ran out, or has given it up (a `lost` event) —
+ * which a worker that stops trying at the end of the lease does before it could hear anything.
+ */
+export async function finishOutlivedLease(events: WorkerEvent[], jobId: string): Promise<void> {
+  const leaseUntil = await eventually(`job ${jobId} to be claimed`, () => {
+    const claimed = events.find((e) => e.event === 'claimed' && e.job === jobId);
+    return claimed?.event === 'claimed' ? claimed.leaseUntil : undefined;
+  });
+  await eventually(`the finish of job ${jobId} to go unanswered past its lease (until ${leaseUntil})`, () =>
+    events.some(
+      (e) =>
+        (e.event === 'lost' && e.job === jobId) ||
+        (e.event === 'call_failed' && e.op === 'finish' && e.job === jobId && e.t > leaseUntil),
+    )
+      ? true
+      : undefined,
+  );
+}

@@ -1,11 +1,14 @@
 // The worker client against the real queue, gateway and receiver: a long handler keeps its
 // lease, a lost lease ends as LeaseLostError with nothing accepted under it, a refused finish
-// is a loss, a throwing handler fails the job.
+// is a loss, a finish without an answer past its lease is retried until the queue says whether
+// it landed, a throwing handler fails the job.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../gateway/errors.js';
 import { QueueError } from '../../queue/errors.js';
 import { LeaseLostError, type JobContext, type QueueApi } from '../../worker/index.js';
+import { finishOutlivedLease } from './finish-kit.js';
+import { queueProxy } from './proxy.js';
 import { eventually, setup, timeline } from './setup.js';
 
 describe('a handler that runs longer than its lease', () => {
@@ -297,6 +300,88 @@ describe('a lease the worker cannot keep', () => {
     expect(aborted).toMatchObject({ code: 'aborted' });
     expect(aborted.t - lostAt).toBeGreaterThanOrEqual(290);
     expect(aborted.t - lostAt).toBeLessThan(3_000);
+  });
+});
+
+describe('a finish that gets no answer until its lease has run out', () => {
+  test('its answer cut after the queue committed it, the retries finding the queue unreachable: finished once the queue answers again, not lost', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    await s.client.enqueue({ id: 'cut-finish', qty: 1 });
+    // The queue commits the finish and its answer is cut; from then on the queue cannot be reached.
+    const outage = proxy.cutAnswer('POST /jobs/:id/finish').then(() => proxy.unreachable());
+    const { worker, events } = s.worker({ queueUrl: proxy.url, leaseMs: 900 });
+
+    const running = worker.run(async () => 'ok', { maxJobs: 1 });
+    await finishOutlivedLease(events, 'cut-finish');
+    (await outage).restore();
+
+    const summary = await running;
+    const steps = timeline(events, 'cut-finish');
+    expect(summary, `the run's summary (the job's timeline: ${steps.join(' ')})`).toEqual({
+      claimed: 1,
+      finished: 1,
+      failed: 0,
+      lost: 0,
+      released: 0,
+    });
+    expect(steps.filter((step) => step !== 'call_failed')).toEqual(['claimed', 'finished']);
+    expect(await s.client.get('cut-finish')).toMatchObject({ status: 'done', owner: 'w1', token: 1, result: 'ok' });
+  });
+
+  test('no attempt landed: once the queue answers again, the refusal is the loss (lease_expired), not finished', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    await s.client.enqueue({ id: 'never-landed', qty: 1 });
+    const { worker, events } = s.worker({ queueUrl: proxy.url, leaseMs: 900 });
+    const outage: { restore?: () => void } = {};
+
+    const running = worker.run(
+      async () => {
+        // Unreachable from before the first finish.
+        outage.restore = proxy.unreachable().restore;
+        return 'ok';
+      },
+      { maxJobs: 1 },
+    );
+    await finishOutlivedLease(events, 'never-landed');
+    outage.restore!();
+
+    expect(await running).toEqual({ claimed: 1, finished: 0, failed: 0, lost: 1, released: 0 });
+    expect(timeline(events, 'never-landed').filter((step) => step !== 'call_failed')).toEqual([
+      'claimed',
+      'refused:finish',
+      'lost',
+    ]);
+    expect(events.find((e) => e.event === 'lost')).toMatchObject({ during: 'finish', reason: 'lease_expired' });
+    expect(await s.client.get('never-landed')).toMatchObject({ status: 'leased', owner: 'w1', token: 1, result: null });
+  });
+
+  test('a queue that never answers again: the finish is given up once the grace after a stop is over, lost as queue_unreachable', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    await s.client.enqueue({ id: 'gone', qty: 1 });
+    void proxy.cutAnswer('POST /jobs/:id/finish').then(() => proxy.unreachable());
+    const { worker, events } = s.worker({ queueUrl: proxy.url, leaseMs: 900, graceMs: 200 });
+    const stop = new AbortController();
+
+    const running = worker.run(async () => 'ok', { maxJobs: 1, signal: stop.signal });
+    await finishOutlivedLease(events, 'gone');
+    stop.abort();
+
+    expect(await running).toEqual({ claimed: 1, finished: 0, failed: 0, lost: 1, released: 0 });
+    // Retried past the lease and through the grace after the stop; given up at its first attempt after that.
+    expect(timeline(events).filter((step) => step !== 'call_failed')).toEqual([
+      'started',
+      'claimed',
+      'stopping',
+      'grace_over',
+      'lost',
+      'stopped',
+    ]);
+    const lost = events.find((e) => e.event === 'lost')!;
+    expect(lost).toMatchObject({ during: 'finish', reason: 'queue_unreachable' });
+    expect(lost.t - events.find((e) => e.event === 'grace_over')!.t).toBeLessThan(2_000);
   });
 });
 

@@ -19,6 +19,11 @@ export interface QueueProxy {
   hold(route: string): { reached: Promise<void>; release(): void };
   /** Every request to `route` from now on is answered `status` and `body` by the proxy (a service without the route). */
   answer(route: string, status: number, body: unknown): void;
+  /**
+   * From now on every request is cut before it reaches the queue, as a queue that cannot be
+   * reached; `restore()` lets them through again.
+   */
+  unreachable(): { restore(): void };
 }
 
 type Fault = { kind: 'cut'; done(): void } | { kind: 'hold'; reached(): void; released: Promise<void> };
@@ -36,10 +41,15 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
   const answers: string[] = [];
   const batches: QueueProxy['batches'] = [];
   const answered = new Map<string, { status: number; body: unknown }>();
+  let reachable = true;
 
   const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req);
     requests.push(route);
+    if (!reachable) {
+      req.socket.destroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -104,5 +114,9 @@ export async function queueProxy(queueUrl: string): Promise<QueueProxy> {
       return { reached: reachedP, release };
     },
     answer: (route, status, body) => void answered.set(route, { status, body }),
+    unreachable: () => {
+      reachable = false;
+      return { restore: () => void (reachable = true) };
+    },
   };
 }
