@@ -84,6 +84,10 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
    * One send, counted and logged as the gateway's answer to it: the outcome, the GatewayError it
    * was refused with (anything else is `internal`, logged as unexpected), or `abandoned` when its
    * caller hung up. Both routes answer from it; `POST /send` throws the error to the renderer.
+   * A refusal is one line with its cause in it (the attempts' `failures`, the upstream's answer,
+   * the error behind it as `err`): at `error` when it carries an error behind it, as the error
+   * renderer logs such a 5xx in every service, else `warn` for a 5xx and `info` for a 4xx. The
+   * request line stays the access log's.
    */
   const sendOne = async (request: SendRequest, signal: AbortSignal): Promise<Judged> => {
     const started = performance.now();
@@ -110,7 +114,7 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
         return { kind: 'abandoned' };
       }
       if (err instanceof GatewayError) {
-        const { reason, attempts = 0 } = err.details;
+        const { reason, attempts = 0, failures, upstream } = err.details;
         sends.sent(err.code, Number(attempts), downstream);
         const entry = {
           ...base,
@@ -119,11 +123,17 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
           status: err.status,
           ...(reason ? { reason } : {}),
           attempts,
+          ...(failures ? { failures } : {}),
+          ...(upstream ? { upstream } : {}),
+          ...(err.cause !== undefined ? { err: err.cause } : {}),
           ms,
         };
-        if (err.status >= 500) logger.warn(entry, err.message);
+        if (err.status >= 500 && err.cause !== undefined) logger.error(entry, err.message);
+        else if (err.status >= 500) logger.warn(entry, err.message);
         else logger.info(entry, 'refused');
-      } else sends.sent('internal', 0, downstream);
+        return { kind: 'refused', err: withoutCause(err) };
+      }
+      sends.sent('internal', 0, downstream);
       return { kind: 'refused', err };
     }
   };
@@ -198,6 +208,15 @@ function sendResult(judged: Judged, logger: Logger) {
   if (error !== judged.err) logger.error({ err: judged.err, code: error.code, path: '/sends' }, 'unexpected error');
   const attempts = Number(error.details.attempts ?? 0);
   return { status: error.status, attempts, body: error.toJSON() };
+}
+
+/**
+ * The refusal as the routes answer it, once the send's line has logged its cause: the same code,
+ * status, message and details, without the cause, which the error renderer would log again on a
+ * line of its own.
+ */
+function withoutCause(err: GatewayError): GatewayError {
+  return err.cause === undefined ? err : new GatewayError(err.code, err.message, err.details, err.status);
 }
 
 function elapsed(started: number): number {

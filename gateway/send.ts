@@ -118,6 +118,8 @@ export function createSend({ queue, downstreams, options, logger }: SendDependen
           failures.push(failureOf(result, state.attempts));
       }
       const decision = shouldRetry(state, clock.now(), retry, backoffMs(state.attempts, random(), retry));
+      // The attempt that ends the send is reported in the send's own line (app.ts), among its `failures`.
+      if (!decision.retry) throw upstreamError(failures, decision.spent, retry.budgetMs, name);
       logger.warn(
         {
           jobId: request.jobId,
@@ -129,7 +131,6 @@ export function createSend({ queue, downstreams, options, logger }: SendDependen
         },
         'forward attempt failed',
       );
-      if (!decision.retry) throw upstreamError(failures, decision.spent, retry.budgetMs, name);
       await sleep(decision.delayMs, signal);
       lease = await verify(request, failures, signal);
     }
@@ -147,9 +148,9 @@ function effectOf(result: Exchange): unknown {
 /**
  * The queue's refusal in the gateway's words; after failed attempts, it says the lease ended
  * mid-retry. What reaches the caller names neither the queue's address nor its socket errors:
- * the QueueError saying them is the `cause`, which the error renderer logs. A refusal of the
- * request itself (404, 401, 413...) is a configuration
- * problem between gateway and queue, never reported as the queue being down.
+ * the QueueError saying them is the `cause`, which the send's log line carries (app.ts). A
+ * refusal of the request itself (404, 401, 413...) is a configuration problem between gateway
+ * and queue, never reported as the queue being down.
  */
 function verifyError(err: unknown, failures: readonly AttemptFailure[]): unknown {
   if (!(err instanceof QueueError)) return err;

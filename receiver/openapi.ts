@@ -1,6 +1,7 @@
-// The receiver's OpenAPI document: `POST /effects` with the schema its handler parses
-// (middleware.ts) and the Fencing-Token header, the reads, and the test-mode admin routes when
-// the app has them. A route added to the app and not here fails test/receiver/app-openapi.test.ts.
+// The receiver's OpenAPI document: `POST /effects` with the schemas its handler parses
+// (middleware.ts), the Fencing-Token header, and its batch form (`?batch`, batch.ts), the reads,
+// and the test-mode admin routes when the app has them. A route added to the app and not here
+// fails test/receiver/app-openapi.test.ts.
 import { z } from 'zod';
 import {
   openApiDocument,
@@ -10,10 +11,11 @@ import {
   type OperationDoc,
 } from '../platform/openapi.js';
 import { packageVersion } from '../platform/package-version.js';
-import { RECEIVER_ERROR_STATUS } from './errors.js';
+import { BATCH_HEADER, BATCH_PARAMETER } from './batch.js';
+import { RECEIVER_ERROR_STATUS, type ReceiverErrorCode } from './errors.js';
 import { faultSchema } from './faults.js';
 import { effectQuery, effectsQuery, jobIdParam, journalQuery } from './listings.js';
-import { effectBodySchema } from './schemas.js';
+import { batchEffectSchema, batchEnvelope, effectBodySchema, MAX_BATCH_EFFECTS } from './schemas.js';
 
 /** An effect's own fields: `key` absent for the job's default effect, `qty` and `body` when given. */
 const fields = {
@@ -31,6 +33,21 @@ const JournalEntry = z.object({
   at: z.int(),
 });
 const Totals = z.object({ effects: z.int(), qty: z.int() });
+const Applied = z.object({ outcome: z.literal('applied'), effect: Effect });
+const Duplicate = z.object({ outcome: z.literal('duplicate'), effect: Effect });
+/** The error body every service renders (the document's `Error`), as one result of a batch carries it. */
+const ErrorBody = z.object({
+  error: z.looseObject({
+    code: z.enum(Object.keys(RECEIVER_ERROR_STATUS) as [ReceiverErrorCode, ...ReceiverErrorCode[]]),
+    message: z.string(),
+  }),
+});
+/** One effect of a batch answered as its own POST /effects would have been: status and body. */
+const BatchResult = z.union([
+  z.object({ status: z.literal(201), body: Applied }),
+  z.object({ status: z.literal(200), body: Duplicate }),
+  z.object({ status: z.int().min(400).max(599), body: ErrorBody }),
+]);
 const Fault = z.union([
   z.object({ kind: z.literal('delay'), ms: z.int() }),
   z.object({ kind: z.literal('fail'), status: z.int() }),
@@ -41,42 +58,66 @@ const faults = z.object({ faults: z.array(Fault) });
 /** The header as parseFencingToken reads it: digits, a safe integer >= 1, surrounding spaces allowed. */
 const fencingToken = z.string().regex(/^\s*0*[1-9][0-9]{0,15}\s*$/);
 
+/** The handler's refinement, stated in the document: an effect without qty needs a body. */
+const QTY_OR_BODY = [['qty'], ['body']] as const;
+
+/**
+ * The body in either form. OpenAPI keys an operation by method and path alone (a query string in
+ * a path is not allowed), so the batch form is the same operation: `batch` in the query selects
+ * it, and the body is then the batch envelope, each effect with its token (batch.ts).
+ */
+const effectOrBatch = z.union([
+  requiresOneOf(effectBodySchema, QTY_OR_BODY),
+  batchEnvelope(requiresOneOf(batchEffectSchema, QTY_OR_BODY)),
+]);
+
 /** Every answer of POST /effects carries it; the batch itself is docs/downstream-protocol.md's extension. */
-const BATCH_OFFER =
-  'the target batches of effects go to (`/effects?batch`): `{effects: [{jobId, key?, qty?, body?, token}, ...]}`, 1 to 100, answered `200 {results: [{status, body}, ...]}` (docs/downstream-protocol.md, batches)';
+const BATCH_OFFER = `the target batches of effects go to (\`/effects?${BATCH_PARAMETER}\`): \`{effects: [{jobId, key?, qty?, body?, token}, ...]}\`, 1 to ${MAX_BATCH_EFFECTS}, answered \`200 {results: [{status, body}, ...]}\` (docs/downstream-protocol.md, batches)`;
+
+const POST_EFFECTS_DESCRIPTION = `Two forms on one operation, told apart by the query.
+
+**A single effect** (no \`${BATCH_PARAMETER}\` in the query): the body \`{jobId, key?, qty?, body?}\` and the \`Fencing-Token\` header (required: 400 without it); answered \`201\` applied, \`200\` duplicate (with \`Idempotent-Replayed: true\`), or an error: \`409 fenced\`, \`422 conflict\`, \`500 apply_failed\`...
+
+**A batch** (\`?${BATCH_PARAMETER}\`, any value, the target named in \`${BATCH_HEADER}\`): the body \`{effects: [{jobId, key?, qty?, body?, token}, ...]}\`, 1 to ${MAX_BATCH_EFFECTS} effects, each a single body with its fencing token as \`token\`; no \`Fencing-Token\` header (ignored if sent). With a secret it is signed with the word \`batch\` in the token's place. The effects are judged in one transaction, each exactly as its own request would be, and the answer is \`200 {results: [{status, body}, ...]}\`, one per effect in the order sent: \`201\` applied, \`200\` duplicate, or an error status with its error body (\`409 fenced\`, \`422 conflict\`, the \`400\` of an effect that is bad on its own, which refuses only itself, \`500 apply_failed\`). A request that is no batch at all is refused as a whole, and nothing is recorded: \`400 invalid_request\` (not JSON, no \`effects\` array of 1 to ${MAX_BATCH_EFFECTS}, an unknown field, over the limits), \`401 invalid_signature\`, \`413\`, \`415\`; a database that stays busy is \`503 busy\` for the whole batch. \`fenced\`, \`conflict\` and \`apply_failed\` never answer a batch as a whole, only effects in its results.`;
 
 export const RECEIVER_OPERATIONS: readonly OperationDoc[] = [
   {
     method: 'post',
     path: '/effects',
     summary:
-      "Record an effect once per (jobId, key), under a fencing token: a token lower than the job's highest, by any of its effects, is fenced.",
+      "Record an effect once per (jobId, key), under a fencing token: a token lower than the job's highest, by any of its effects, is fenced. With `?batch`, several effects in one request.",
+    description: POST_EFFECTS_DESCRIPTION,
+    query: z.object({ [BATCH_PARAMETER]: z.string().optional() }),
     headers: {
       'Fencing-Token': {
         schema: fencingToken,
-        required: true,
-        description: "the current lease's token, a safe integer >= 1",
+        // Required by a single effect; a batch carries each effect's token in its body instead.
+        required: false,
+        description:
+          "the current lease's token, a safe integer >= 1; required for a single effect (400 without it), not sent with a batch, whose effects carry their own `token`",
       },
       'Leasehold-Signature': {
         schema: z.string(),
         required: false,
         description:
-          '`t=<epoch ms>,v2=<hex HMAC-SHA256 of "<t>.<token>.<METHOD> <path>.<body>">`; required when the receiver has a secret (docs/receiver.md)',
+          'a single effect: `t=<epoch ms>,v2=<hex HMAC-SHA256 of "<t>.<token>.<METHOD> <path>.<body>">`; a batch: `t=<epoch ms>,v2=<hex HMAC-SHA256 of "<t>.batch.POST <path>.<body>">`, `<path>` the target as sent (`/effects?batch`); required when the receiver has a secret (docs/receiver.md)',
       },
     },
-    // The handler's refinement, stated in the document: a request without qty needs a body.
-    body: requiresOneOf(effectBodySchema, [['qty'], ['body']]),
+    body: effectOrBatch,
     responses: {
       201: {
-        description: 'applied: the first request for the (jobId, key)',
-        schema: z.object({ outcome: z.literal('applied'), effect: Effect }),
-        headers: { 'Leasehold-Batch': BATCH_OFFER },
+        description: 'a single effect, applied: the first request for the (jobId, key)',
+        schema: Applied,
+        headers: { [BATCH_HEADER]: BATCH_OFFER },
       },
       200: {
         description:
-          "duplicate: the same (jobId, key), qty and body again with a token >= the job's highest; nothing added",
-        schema: z.object({ outcome: z.literal('duplicate'), effect: Effect }),
-        headers: { 'Idempotent-Replayed': '`true`', 'Leasehold-Batch': BATCH_OFFER },
+          "a single effect, duplicate: the same (jobId, key), qty and body again with a token >= the job's highest; nothing added. A batch: one result per effect, in the order sent, each the status and body its own request would have been answered; 200 whatever each effect came to",
+        schema: z.union([Duplicate, z.object({ results: z.array(BatchResult) })]),
+        headers: {
+          'Idempotent-Replayed': '`true` on a single duplicate (not repeated for the results of a batch)',
+          [BATCH_HEADER]: BATCH_OFFER,
+        },
       },
     },
     errors: ['fenced', 'conflict', 'invalid_signature', 'apply_failed', 'busy'],
@@ -175,6 +216,6 @@ export function receiverOpenApi(options: { testMode: boolean }): OpenApiDocument
       ),
       ...(options.testMode ? ADMIN_OPERATIONS : []),
     ],
-    components: { Effect, JournalEntry, Totals },
+    components: { Effect, JournalEntry, Totals, BatchResult },
   });
 }

@@ -97,21 +97,30 @@ export const batchEffectSchema = z
 
 const BATCH_SHAPE = `{"effects": [${ITEM_SHAPE}, ...]}`;
 
-/** A batch's envelope; each effect in it is parsed on its own, so one bad effect refuses only itself. */
-export const batchBodySchema = z.strictObject(
-  {
-    effects: z
-      .array(z.unknown(), { error: `effects must be an array of 1 to ${MAX_BATCH_EFFECTS} effects` })
-      .min(1, `effects must hold at least 1 effect`)
-      .max(MAX_BATCH_EFFECTS, `effects must hold at most ${MAX_BATCH_EFFECTS} effects`),
-  },
-  {
-    error: (issue) =>
-      issue.code === 'unrecognized_keys'
-        ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; a batch has only effects`
-        : `the body must be a JSON object ${BATCH_SHAPE}`,
-  },
-);
+/**
+ * A batch's envelope, `{effects: [item, ...]}` with 1 to MAX_BATCH_EFFECTS items: the route's with
+ * `z.unknown()` items, each parsed on its own by batchEffectSchema so one bad effect refuses only
+ * itself; the OpenAPI document's with batchEffectSchema items, saying what each must be.
+ */
+export function batchEnvelope<Item extends z.ZodType>(item: Item) {
+  return z.strictObject(
+    {
+      effects: z
+        .array(item, { error: `effects must be an array of 1 to ${MAX_BATCH_EFFECTS} effects` })
+        .min(1, `effects must hold at least 1 effect`)
+        .max(MAX_BATCH_EFFECTS, `effects must hold at most ${MAX_BATCH_EFFECTS} effects`),
+    },
+    {
+      error: (issue) =>
+        issue.code === 'unrecognized_keys'
+          ? `unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}; a batch has only effects`
+          : `the body must be a JSON object ${BATCH_SHAPE}`,
+    },
+  );
+}
+
+/** A batch's envelope as the route parses it; each effect in it is parsed on its own. */
+export const batchBodySchema = batchEnvelope(z.unknown());
 
 /**
  * The raw body as JSON, held to the edge's limits before any schema sees it: not empty, at most
