@@ -4,7 +4,8 @@
 import { startGateway, GatewayClient, type GatewayService, type GatewayServiceOptions } from '../gateway/index.js';
 import { startQueue, systemClock, QueueClient, type Clock, type Job, type QueueService } from '../queue/index.js';
 import { startReceiver, ReceiverClient, type ReceiverHandle } from '../receiver/index.js';
-import { Worker, type WorkerOptions } from '../worker/index.js';
+import type { Worker, WorkerOptions } from '../worker/index.js';
+import { workerMadeBy } from '../worker/worker.js';
 import { ManualClock } from './clock.js';
 import { checkChoice, checkSystemOptions } from './options.js';
 import { checkJobIdArgument as checkJobId } from '../platform/describe-value.js';
@@ -271,10 +272,14 @@ function systemHandle(parts: {
           "system.worker takes the worker's name as its first argument, not in its options: leave name out of them.",
         );
       }
-      const worker = new Worker(
-        { queueUrl: queue.url, gatewayUrl: gateway.url, apiKey, clock, ...options, name },
-        'system.worker',
-      );
+      const worker = workerMadeBy('system.worker', {
+        queueUrl: queue.url,
+        gatewayUrl: gateway.url,
+        apiKey,
+        clock,
+        ...options,
+        name,
+      });
       workers.add(worker);
       return worker;
     },

@@ -38,9 +38,8 @@ export class Worker {
   /** The runs and the jobs of process() going now, which close() waits for. */
   private readonly runs = new Set<Promise<unknown>>();
 
-  /** `what`: the call that made the worker, as an error in its options names it. */
-  constructor(options: WorkerOptions, what = 'createWorker') {
-    this.options = resolveWorkerOptions(options, what);
+  constructor(options: WorkerOptions) {
+    this.options = resolveWorkerOptions(options, madeBy ?? 'new Worker');
     this.name = this.options.name;
     // Kept-alive connections, never reused after an idle spell (a pause included) that the
     // server's keep-alive timeout might have ended: see connections.ts.
@@ -199,8 +198,25 @@ function graceAfter(stop: AbortSignal, graceMs: number): { signal: AbortSignal; 
   };
 }
 
+/** The call making a worker now, when it is not `new Worker` itself: see workerMadeBy. */
+let madeBy: string | undefined;
+
+/**
+ * A worker made by `what` (createWorker, runWorker, the test kit's `system.worker`), so that an
+ * error in its options names the call the user made. The constructor runs synchronously, so
+ * nothing else can make a worker while `madeBy` is set.
+ */
+export function workerMadeBy(what: string, options: WorkerOptions): Worker {
+  madeBy = what;
+  try {
+    return new Worker(options);
+  } finally {
+    madeBy = undefined;
+  }
+}
+
 export function createWorker(options: WorkerOptions): Worker {
-  return new Worker(options);
+  return workerMadeBy('createWorker', options);
 }
 
 export interface RunWorkerOptions extends WorkerOptions, RunOptions {
@@ -218,7 +234,7 @@ const RUN_WORKER_OPTION_NAMES: OptionNames<RunWorkerOptions> = {
 export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummary> {
   checkRequiredOptions('runWorker', options, RUN_WORKER_OPTION_NAMES);
   const { handler, signal, maxJobs, ...workerOptions } = options;
-  const worker = new Worker(workerOptions, 'runWorker');
+  const worker = workerMadeBy('runWorker', workerOptions);
   try {
     return await worker.run(handler, { signal, maxJobs });
   } finally {

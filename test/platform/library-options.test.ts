@@ -25,7 +25,7 @@ import {
 import { audit } from '../../audit/index.js';
 import { conform } from '../../conform/index.js';
 import { startSystem } from '../../testing/index.js';
-import { createWorker, FreshAgent, runWorker, stallHooks } from '../../worker/index.js';
+import { createWorker, FreshAgent, runWorker, stallHooks, Worker } from '../../worker/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const anyway = (value: unknown) => value as never;
@@ -164,6 +164,10 @@ describe('an option name the call does not take', () => {
     );
     expect(() => createWorker(anyway(undefined))).toThrow(
       new TypeError('createWorker takes an object of options, not undefined.'),
+    );
+    // The class itself, made directly, is named as it was called.
+    expect(() => new Worker(anyway({ ...base, concurency: 8 }))).toThrow(
+      MEANT('new Worker', 'concurency', 'concurrency'),
     );
     await expect(runWorker(anyway({ ...base, handler: () => undefined, maxjobs: 1 }))).rejects.toThrow(
       MEANT('runWorker', 'maxjobs', 'maxJobs'),
