@@ -11,6 +11,7 @@ const TEST_LAYERS = {
     'test/queue/errors.test.ts',
     'test/scripts/build-if-stale.test.ts',
     'test/platform/boundaries.test.ts',
+    'test/platform/directories.test.ts',
     'test/platform/flags.test.ts',
     'test/platform/ids.test.ts',
     'test/platform/named-sql.test.ts',

@@ -1,7 +1,7 @@
 // `leasehold start`: the three services together in the foreground, on fixed ports with their
 // data in one folder, until Ctrl-C; then the gateway stops first, since it calls the others.
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { makeDirectory } from '../platform/directories.js';
 import { ChildGroup, describeExit, type Child } from './processes.js';
 import { startServiceProcesses, type ServiceUrls } from './services.js';
 
@@ -23,7 +23,7 @@ export interface RunningServices {
 export async function startServices(options: StartOptions): Promise<RunningServices> {
   const dataDir = resolve(options.dataDir);
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectory(dataDir);
   } catch (err) {
     // A file in the way, or a folder this process may not write: say which flag to change.
     throw new Error(

@@ -276,6 +276,10 @@ export function startFailure(err: unknown, context: Pick<StartContext, 'port'> =
   const database = startFailureOfDatabase(err);
   if (database !== undefined) return database;
   const e = (err ?? {}) as NodeJS.ErrnoException & { port?: number; address?: string; hostname?: string };
+  // At start-up the only folder a service makes is its SQLite file's.
+  if (e.syscall === 'mkdir') {
+    return `cannot make the folder ${e.path ?? ''} for the database (${messageOf(err)}); pick a --db in a folder this process may write to`;
+  }
   switch (e.code) {
     case 'EADDRINUSE':
       return `port ${e.port ?? context.port} is in use; pick another with --port, or --port 0 for a free one`;

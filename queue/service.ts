@@ -1,10 +1,10 @@
 // Starting the queue as a library: open and migrate the store, build the app, listen.
 // `main.ts` wraps this for the command line; tests and embedders call it directly.
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createQueueApp } from './app.js';
 import { checkClock } from '../platform/clock.js';
+import { makeDirectory } from '../platform/directories.js';
 import {
   checkHost,
   checkPort,
@@ -90,7 +90,7 @@ export async function openQueueStore(options: QueueStoreOptions): Promise<QueueS
   if (looksLikeUrl(options.db)) {
     throw new Error(`Unsupported database URL "${redactDb(options.db)}": use a postgres:// URL or a SQLite file path.`);
   }
-  if (options.db !== ':memory:') mkdirSync(dirname(options.db), { recursive: true });
+  if (options.db !== ':memory:') makeDirectory(dirname(options.db));
   return openSqliteQueueStore({
     filename: options.db,
     ...(options.clock ? { clock: options.clock } : {}),

@@ -1,8 +1,8 @@
 // The receiver on one SQLite file: the embedded default. Several processes may share the file;
 // each write is a short BEGIN IMMEDIATE transaction, retried while SQLite reports SQLITE_BUSY,
 // and writes that arrive together in one process share a transaction (group commit).
-import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { makeDirectory } from '../platform/directories.js';
 import { unavailabilityOf, unavailableMessage } from '../platform/database-errors.js';
 import { isBusyError, openSqlite, retryBusy, type SqliteDatabase, type SqliteJournal } from '../platform/sqlite.js';
 import type { EffectDialect } from './dialect.js';
@@ -63,7 +63,7 @@ const SQLITE_EFFECT_STORE_OPTION_NAMES: OptionNames<SqliteEffectStoreOptions> = 
 /** Opens, migrates and wraps one SQLite file: the receiver's default store. */
 export async function openSqliteEffectStore(options: SqliteEffectStoreOptions): Promise<KnexEffectStore> {
   checkRequiredOptions('openSqliteEffectStore', options, SQLITE_EFFECT_STORE_OPTION_NAMES);
-  if (options.filename !== ':memory:') await mkdir(dirname(options.filename), { recursive: true });
+  if (options.filename !== ':memory:') makeDirectory(dirname(options.filename));
   const db = openSqlite({
     filename: options.filename,
     busyTimeoutMs: options.busyTimeoutMs,

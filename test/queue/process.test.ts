@@ -49,12 +49,40 @@ describe('leasehold queue (process)', () => {
     expect(new URL(flag.url).port).not.toBe(String(busy));
   });
 
+  test('a --db whose folder cannot be made fails the start with one line, under /proc too (where it used to hang)', async () => {
+    for (const [db, folder, cause] of [
+      [
+        '/proc/leasehold-none/q.sqlite',
+        '/proc/leasehold-none',
+        "ENOENT: no such file or directory, mkdir '/proc/leasehold-none'",
+      ],
+      [
+        '/sys/leasehold-none/q.sqlite',
+        '/sys/leasehold-none',
+        "EPERM: operation not permitted, mkdir '/sys/leasehold-none'",
+      ],
+    ]) {
+      for (const service of ['queue', 'receiver']) {
+        const { code, stdout, stderr } = await runCli([service, '--port', '0', '--db', db!]);
+        expect({ code, stdout, stderr }, `${service} --db ${db}`).toEqual({
+          code: 1,
+          stdout: '',
+          stderr: `leasehold ${service}: cannot make the folder ${folder} for the database (${cause}); pick a --db in a folder this process may write to\n`,
+        });
+      }
+    }
+  });
+
   test('a bad LEASEHOLD_DB or DATABASE_URL is named as the variable it came from', async () => {
     const bad = 'postgres://127.0.0.1:5432/test?schema=a-b';
     const line = `"${bad}" gives the schema name "a-b", which is not a plain identifier; use letters, digits and underscores (at most 63, not starting with a digit)`;
     for (const variable of ['LEASEHOLD_DB', 'DATABASE_URL']) {
       const { code, stdout, stderr } = await runCli(['queue', '--port', '0'], { [variable]: bad });
-      expect({ code, stdout, stderr }).toEqual({ code: 2, stdout: '', stderr: `leasehold queue: ${variable} ${line}\n` });
+      expect({ code, stdout, stderr }).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `leasehold queue: ${variable} ${line}\n`,
+      });
     }
   });
 
