@@ -4,7 +4,14 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
-import { checkOptions, flagNamesOf, leaseholdCommand, logLevelOption, parsePort, parseWholeNumber } from '../platform/flags.js';
+import {
+  checkOptions,
+  flagNamesOf,
+  leaseholdCommand,
+  logLevelOption,
+  parsePort,
+  parseWholeNumber,
+} from '../platform/flags.js';
 import { onParentGone, onStdoutClosed } from '../platform/service-main.js';
 import { DEMO_DEFAULTS, resolveDemoOptions } from './options.js';
 import { runDemo, type DemoResult } from './scenario.js';
@@ -76,7 +83,9 @@ export function demoCommand(): Command {
       ].join('\n'),
     )
     .action(async (flags: DemoFlags, command: Command) => {
-      const options = checkOptions(command, flagNamesOf(command), () => resolveDemoOptions({ cliPath: CLI_PATH, ...flags }));
+      const options = checkOptions(command, flagNamesOf(command), () =>
+        resolveDemoOptions({ cliPath: CLI_PATH, ...flags }),
+      );
       const interrupt = new AbortController();
       const onSignal = () => {
         if (interrupt.signal.aborted) process.exit(130);

@@ -74,9 +74,7 @@ export function parsePostgresUrl(db: string): PostgresTarget {
 /** Accepts only plain identifiers as schema names, so they are safe to put in SQL unescaped. */
 export function checkSchemaName(schema: string | undefined): string | undefined {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
-    throw new Error(
-      `The schema name "${schema}" is not a plain identifier; ${PLAIN_IDENTIFIER}.`,
-    );
+    throw new Error(`The schema name "${schema}" is not a plain identifier; ${PLAIN_IDENTIFIER}.`);
   }
   return schema;
 }
