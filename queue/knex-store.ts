@@ -4,6 +4,7 @@
 // explained by reading the row afterwards. Every method but migrate ends in the dialect's
 // `unavailable` on failure, outside its retries and group commit, so those still see the
 // driver's own errors.
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Executor } from '../platform/sql.js';
 import { ClaimableSignal } from './claimable.js';
@@ -11,7 +12,7 @@ import type { Dialect } from './dialect.js';
 import { unknownJobError, type QueueError } from './errors.js';
 import { DEFAULT_LEASE_MS, toLease } from './rules.js';
 import { cancelIn } from './sql/cancel.js';
-import { claimManyIn } from './sql/claim.js';
+import { anyClaimableIn, claimManyIn } from './sql/claim.js';
 import { enqueueIn } from './sql/enqueue.js';
 import { failIn } from './sql/fail.js';
 import { finishIn } from './sql/finish.js';
@@ -37,6 +38,10 @@ import type {
 } from './types.js';
 
 export type { Dialect } from './dialect.js';
+
+/** How long a claim that took nothing waits out rows other transactions hold (PostgreSQL), and how often it looks again. */
+const HOLDER_WAIT_MS = 200;
+const HOLDER_POLL_MS = 5;
 
 export class KnexQueueStore implements QueueStore {
   private readonly claimable: ClaimableSignal;
@@ -85,9 +90,29 @@ export class KnexQueueStore implements QueueStore {
   }
 
   claimMany(owner: string, leaseMs: number, max: number): Promise<Lease[]> {
-    return this.writeStatement((executor, now) =>
-      claimManyIn(executor, this.dialect.sql, owner, leaseMs, max, now),
+    return this.claimPastHolders(() =>
+      this.writeStatement((executor, now) => claimManyIn(executor, this.dialect.sql, owner, leaseMs, max, now)),
     ).catch(this.rethrow);
+  }
+
+  /**
+   * Runs `claim` again while it takes nothing although a row is claimable (PostgreSQL): its pick
+   * skips the rows other transactions hold, and a holder's write holds its row for a moment even
+   * when it is refused (a zombie's heartbeat, sent as its lease ends). Rule 2 makes the job
+   * claimable at that instant, so the claim waits the moment out, for HOLDER_WAIT_MS at most.
+   * Two claims racing for one job: the loser finds it leased when it looks again, and answers
+   * nothing. SQLite's claims take the write lock and wait for it instead.
+   */
+  private async claimPastHolders(claim: () => Promise<Lease[]>): Promise<Lease[]> {
+    const started = performance.now();
+    for (;;) {
+      const leases = await claim();
+      if (leases.length > 0 || this.dialect.sql !== 'postgres') return leases;
+      if (performance.now() - started >= HOLDER_WAIT_MS) return leases;
+      // One statement on the claim's clock (the injected one, or the server's).
+      if (!(await this.dialect.writeStatement(this.knex, anyClaimableIn))) return leases;
+      await delay(HOLDER_POLL_MS);
+    }
   }
 
   heartbeat(id: string, presented: Presented, leaseMs: number | undefined): Promise<Lease> {

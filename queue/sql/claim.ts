@@ -128,6 +128,32 @@ const PICK: ByDialect<string> = {
   ),
 };
 
+/**
+ * PostgreSQL: whether any row is claimable at `now`, held by another transaction or not. Asked
+ * after a claim that took nothing, since its pick skips the rows other transactions hold: a
+ * holder's write that is about to be refused (a stale heartbeat) holds its row for a moment,
+ * and a claim then must not answer that nothing is claimable. The same two index walks as the
+ * pick, one row each, without locking.
+ */
+function anyClaimable(now: string): string {
+  const { pending, expired } = pick(now, '', `AND NOT ${quarantinable(now)}`, '1');
+  return `SELECT EXISTS (${pending}) OR EXISTS (${expired}) AS found`;
+}
+
+const ANY_CLAIMABLE = {
+  param: named<{ now: number }>(anyClaimable(NOW.pgParam)),
+  statement: named<Record<string, never>>(anyClaimable(NOW.pgStatement)),
+};
+
+/** PostgreSQL: true when a row is claimable at `now` (null: the server's clock), locked or not. */
+export async function anyClaimableIn(executor: Executor, now: number | null): Promise<boolean> {
+  const rows =
+    now === null
+      ? rowsOf(await executor.raw(ANY_CLAIMABLE.statement.sql, ANY_CLAIMABLE.statement.bind({})))
+      : rowsOf(await executor.raw(ANY_CLAIMABLE.param.sql, ANY_CLAIMABLE.param.bind({ now })));
+  return rows[0]?.found === true;
+}
+
 /** The pick alone, for a plan or a test: its SQL and parameters on `dialect`. */
 export function pickStatement(dialect: SqlDialect) {
   return named<{ now: number; max: number }>(PICK[dialect]);

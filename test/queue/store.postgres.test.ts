@@ -55,6 +55,40 @@ describe('queue store: postgres only', () => {
     expect((await store.verify('timed', lease)).token).toBe(1);
   });
 
+  test('a claim at the instant a lease ends takes the job though its holder holds the row for a moment (rule 2)', async () => {
+    const { url, schema } = testSchema();
+    const clock = fakeClock(1_000_000);
+    const store = await openStore(url, { clock });
+    await store.enqueue(newJobInput({ id: 'held' }));
+    const first = (await store.claim('w1', 30_000))!;
+    clock.advance(30_000);
+    // A holder's write in flight, as a zombie's heartbeat is when its lease ends: the row is
+    // locked by a transaction that will change nothing.
+    const holder = openPostgres({ ...parsePostgresUrl(url), schema, poolMax: 1 });
+    try {
+      const trx = await holder.transaction();
+      await trx.raw('SELECT seq FROM queue_jobs WHERE id = ? FOR UPDATE', ['held']);
+      const claiming = store.claim('w2', 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await trx.rollback();
+      const second = await claiming;
+      expect({ owner: second?.owner, token: second?.token }).toEqual({ owner: 'w2', token: first.token + 1 });
+    } finally {
+      await holder.destroy();
+    }
+  });
+
+  test('a claim finds nothing at once when nothing is claimable, held or not', async () => {
+    const { url } = testSchema();
+    const clock = fakeClock(1_000_000);
+    const store = await openStore(url, { clock });
+    await store.enqueue(newJobInput({ id: 'leased' }));
+    expect((await store.claim('w1', 30_000))?.owner).toBe('w1');
+    const started = performance.now();
+    expect(await store.claim('w2', 30_000)).toBeNull();
+    expect(performance.now() - started).toBeLessThan(150);
+  });
+
   test('a schema in the URL is created on start and holds every table; two stores start on it at once', async () => {
     const { url, schema } = testSchema();
     await Promise.all([openStore(url), openStore(url), openStore(url)]);

@@ -3,6 +3,7 @@
 import { expect, test } from 'vitest';
 import { hold, startSystem } from '../../testing/index.js';
 import type { JobContext, WorkerEvent } from '../../worker/index.js';
+import { testSchema } from '../helpers/postgres.js';
 
 async function ship(ctx: JobContext) {
   await ctx.send();
@@ -28,6 +29,33 @@ test('a worker stalled past its lease is fenced at the gateway: one effect', asy
     expect(events.filter((e) => e.event === 'refused' && e.op === 'send')).toMatchObject([{ code: 'stale_lease' }]);
     expect(await system.stub.journal()).toMatchObject([{ jobId: 'order-1', token: 2, outcome: 'applied' }]);
     await system.expectExactlyOnce();
+  } finally {
+    await system.close();
+  }
+});
+
+// On PostgreSQL the stalled worker's renewal, fired by the jump, holds the job's row for a moment
+// while the second worker's claim runs: the claim must take the job at that instant all the same.
+test('on PostgreSQL, the zombie again and again in one system: the second claim takes the job each time', async () => {
+  const system = await startSystem({ clock: 'manual', db: testSchema('lh_kit').url });
+  try {
+    const claimed: Array<number | null> = [];
+    for (let round = 0; round < 10; round++) {
+      await system.reset();
+      await system.queue.enqueue({ id: 'order-1', qty: 2 });
+      const stall = hold();
+      const a = system.worker(`a${round}`, { hooks: { beforeSend: stall.wait } });
+      const first = a.claim().then((lease) => a.process(lease!, ship));
+      await stall.arrived;
+      system.clock.advance(30_000);
+      const b = system.worker(`b${round}`);
+      const lease = await b.claim();
+      claimed.push(lease?.lease.token ?? null);
+      if (lease) await b.process(lease, ship);
+      stall.release();
+      await first;
+    }
+    expect(claimed, 'the token of the second claim in each round (null: it took nothing)').toEqual(Array(10).fill(2));
   } finally {
     await system.close();
   }
