@@ -64,6 +64,14 @@ const maxAttempts = integer('maxAttempts must be an integer', maxAttemptsBounds)
   .min(1, maxAttemptsBounds.below)
   .max(1000, maxAttemptsBounds.above);
 
+/** The range of `priority`: PostgreSQL's `integer`, the column it is kept in. */
+export const PRIORITY_MIN = -(2 ** 31);
+export const PRIORITY_MAX = 2 ** 31 - 1;
+const PRIORITY_BOUNDS = {
+  below: `priority must be at least ${PRIORITY_MIN}`,
+  above: `priority must be at most ${PRIORITY_MAX}`,
+};
+
 export const enqueueBody = z.strictObject({
   id: name('id').optional(),
   qty: integer('qty must be an integer', { ...safeBounds('qty'), below: 'qty must be a positive integer' }).min(
@@ -75,7 +83,11 @@ export const enqueueBody = z.strictObject({
   deadlineMs: offsetMs('deadlineMs', 1).optional(),
   maxAttempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   runAt: epochMs('runAt').optional(),
-  priority: integer('priority must be an integer', safeBounds('priority')).default(0),
+  // PostgreSQL keeps it as an integer of 32 bits; SQLite is held to the same range.
+  priority: integer('priority must be an integer', PRIORITY_BOUNDS)
+    .min(PRIORITY_MIN, PRIORITY_BOUNDS.below)
+    .max(PRIORITY_MAX, PRIORITY_BOUNDS.above)
+    .default(0),
 });
 
 export const MAX_CLAIM_BATCH = 100;

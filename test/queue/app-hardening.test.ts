@@ -154,7 +154,7 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
     const cases: Array<[string, object, string]> = [
       ['/jobs', { qty: 2 ** 53 }, 'qty must be at most 9007199254740991'],
       ['/jobs', { qty: -(2 ** 53) }, 'qty must be a positive integer'],
-      ['/jobs', { qty: 1, priority: 2 ** 60 }, 'priority must be at most 9007199254740991'],
+      ['/jobs', { qty: 1, priority: 2 ** 60 }, 'priority must be at most 2147483647'],
       ['/jobs', { qty: 1, deadlineMs: 2 ** 53 }, `deadlineMs must be at most ${MAX_OFFSET_MS} (100 years)`],
       ['/claims', { owner: 'w1', leaseMs: 2 ** 53 }, 'leaseMs must be at most 604800000 (7 days)'],
     ];
@@ -166,6 +166,29 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
       });
     }
     expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
+  });
+
+  test("priority is held to PostgreSQL's integer on both databases: its ends are taken and claimed in order, past them is 400", async () => {
+    const { http, stats } = await setup();
+    for (const priority of [2 ** 31, -(2 ** 31) - 1]) {
+      const res = await http().post('/jobs').send({ id: 'far', qty: 1, priority });
+      expect({ status: res.status, message: res.body.error?.message }, String(priority)).toEqual({
+        status: 400,
+        message: `The request body is invalid: priority must be ${priority > 0 ? 'at most 2147483647' : 'at least -2147483648'}.`,
+      });
+    }
+    expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
+    for (const [id, priority] of [
+      ['low', -(2 ** 31)],
+      ['mid', 0],
+      ['high', 2 ** 31 - 1],
+    ] as const) {
+      const res = await http().post('/jobs').send({ id, qty: 1, priority });
+      expect({ status: res.status, priority: res.body.job?.priority }, id).toEqual({ status: 201, priority });
+    }
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) order.push((await http().post('/claims').send({ owner: 'w1' })).body.lease.id);
+    expect(order).toEqual(['high', 'mid', 'low']);
   });
 
   test('a JSON array where an object is expected is said to be an array, as a number or a string is', async () => {
