@@ -111,6 +111,12 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
         details: {},
       };
     }
+    case 'entity.utf8.invalid':
+      return {
+        code: 'invalid_request',
+        message: 'The request body is not valid UTF-8; send JSON encoded in UTF-8.',
+        details: {},
+      };
     case 'entity.too.many.keys':
       return {
         code: 'invalid_request',

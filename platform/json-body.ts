@@ -5,6 +5,7 @@
 // parsed. Every other body (chunked, compressed, another charset) goes through express's own
 // parsers, body-parser, and is held to the same limits after it.
 import { AsyncResource } from 'node:async_hooks';
+import { isUtf8 } from 'node:buffer';
 import express, { type Request, type RequestHandler } from 'express';
 import {
   BODY_LIMIT_BYTES,
@@ -53,7 +54,7 @@ export function jsonBody(): RequestHandler {
  * to MAX_JSON_DEPTH with `jsonDeeperThan`. Held to the same media types as `jsonBody`.
  */
 export function rawJsonBody(): RequestHandler {
-  const read = express.raw({ limit: BODY_LIMIT_BYTES, type: () => true });
+  const read = express.raw({ limit: BODY_LIMIT_BYTES, type: () => true, verify: refuseNotUtf8 });
   return (req, res, next) => {
     const refused = mediaTypeRefusal(req);
     if (refused) return next(refused);
@@ -64,8 +65,10 @@ export function rawJsonBody(): RequestHandler {
     if (!('body' in (req as object))) req.body = undefined;
     if (length === null) return next();
     readBytes(req, length, (err, bytes) => {
-      if (err === undefined) req.body = bytes;
-      next(err);
+      if (err !== undefined) return next(err);
+      if (!isUtf8(bytes!)) return next(notUtf8());
+      req.body = bytes;
+      next();
     });
   };
 }
@@ -164,6 +167,7 @@ function readBytes(req: Request, length: number, callback: (err: Error | undefin
  * the refusal, if any.
  */
 function parseJsonBytes(bytes: Buffer, req: Request): Error | undefined {
+  if (!isUtf8(bytes)) return notUtf8();
   const scan = scanJson(bytes);
   if (scan.keys > MAX_JSON_KEYS) return edgeError('entity.too.many.keys', String(scan.keys));
   const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
@@ -193,8 +197,22 @@ function scalarRefusal(text: string): Error {
   return Object.assign(edgeError('entity.parse.failed', 'not an object or an array'), { body: text });
 }
 
+/** body-parser's `verify` of a raw body: the bytes must be UTF-8, as they are for `jsonBody`. */
+function refuseNotUtf8(_req: unknown, _res: unknown, bytes: Buffer): void {
+  if (!isUtf8(bytes)) throw notUtf8();
+}
+
+/**
+ * A body whose bytes are not UTF-8 (Latin-1 sent as JSON, say). Decoded anyway, each bad byte
+ * would become U+FFFD, so `"Müller"` and `"Möller"` in Latin-1 would be one id.
+ */
+function notUtf8(): Error {
+  return edgeError('entity.utf8.invalid', 'not UTF-8');
+}
+
 /** body-parser's `verify`: the raw bytes, before they are parsed. */
 function refuseManyKeys(_req: unknown, _res: unknown, bytes: Buffer): void {
+  if (!isUtf8(bytes)) throw notUtf8();
   const keys = jsonKeyCount(bytes);
   if (keys > MAX_JSON_KEYS) throw edgeError('entity.too.many.keys', String(keys));
 }

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { describe, expect, test } from 'vitest';
 import { edgeFailureOf, errorRenderer, jsonBody, MAX_JSON_DEPTH, MAX_JSON_KEYS } from '../../platform/http-edge.js';
+import { rawJsonBody } from '../../platform/json-body.js';
 import { cheapJson } from '../../platform/json-response.js';
 import { pino } from 'pino';
 import { EDGE_ERROR_STATUS, ServiceError, type EdgeFailure } from '../../platform/service-error.js';
@@ -102,6 +103,32 @@ describe('a body read in one pass and one read by body-parser', () => {
     expect(plain.status, plain.text).toBe(status);
     expect(plain.text).toBe(chunked.text);
     expect(plain.status).toBe(chunked.status);
+  });
+
+  // Latin-1 sent as JSON: decoded anyway, "Müller" and "Möller" would both be "M\uFFFDller".
+  test.each([
+    ['a Latin-1 ü in a string', Buffer.from([...Buffer.from('{"id":"M'), 0xfc, ...Buffer.from('ller"}')])],
+    ['a lone continuation byte', Buffer.from([...Buffer.from('{"a":"'), 0x80, ...Buffer.from('"}')])],
+    ['a UTF-8 sequence cut short', Buffer.from([...Buffer.from('{"a":"'), 0xe2, 0x82, ...Buffer.from('"}')])],
+  ])('%s is refused as not UTF-8, either way, by both readers', async (_name, body) => {
+    const app = express();
+    app.post('/json', jsonBody(), (req, res) => void res.json({ body: req.body as unknown }));
+    app.post('/raw', rawJsonBody(), (req, res) => void res.json({ bytes: (req.body as Buffer).length }));
+    app.use(errorRenderer((err) => new ToyError(edgeFailureOf(err, 'toy')), pino({ level: 'silent' })));
+    for (const path of ['/json', '/raw']) {
+      for (const chunked of [false, true]) {
+        const res = await send(app, { path, body, chunked });
+        expect({ status: res.status, error: JSON.parse(res.text).error }, `${path}, chunked: ${chunked}`).toEqual({
+          status: 400,
+          error: {
+            code: 'invalid_request',
+            message: 'The request body is not valid UTF-8; send JSON encoded in UTF-8.',
+          },
+        });
+      }
+    }
+    const fine = await send(app, { path: '/raw', body: Buffer.from('{"id":"Müller"}'), chunked: true });
+    expect(fine.status).toBe(200);
   });
 
   // A JSON value that is not an object is not called invalid JSON, by either reader.

@@ -191,6 +191,22 @@ describe.each(Object.keys(dialects))('queue hardening: %s', (dialect) => {
     expect(order).toEqual(['high', 'mid', 'low']);
   });
 
+  test('ids sent in Latin-1 are refused as not UTF-8: "Müller" and "Möller" are not made one job', async () => {
+    const { http, stats } = await setup();
+    for (const umlaut of [0xfc, 0xf6]) {
+      const latin1 = Buffer.from([...Buffer.from('{"id":"M'), umlaut, ...Buffer.from('ller","qty":1}')]);
+      const res = await http()
+        .post('/jobs')
+        .set('content-type', 'application/json')
+        // superagent writes what its serializer returns: the bytes go out as they are.
+        .serialize(() => latin1 as unknown as string)
+        .send(latin1);
+      expectError(res, 400, 'invalid_request', 20);
+      expect(res.body.error.message).toBe('The request body is not valid UTF-8; send JSON encoded in UTF-8.');
+    }
+    expect(await stats()).toEqual({ pending: 0, leased: 0, done: 0, dead: 0 });
+  });
+
   test('a JSON array where an object is expected is said to be an array, as a number or a string is', async () => {
     const { http, stats } = await setup();
     for (const body of [[{ qty: 1 }], []]) {
