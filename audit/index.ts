@@ -215,7 +215,7 @@ function auditedJob(job: JobSummary): AuditedJob {
   return { id: job.id, qty: job.qty, status: job.status, token: job.token };
 }
 
-/** An effect sent without a qty adds nothing to the totals, as 0 adds nothing to the sum. */
+/** An effect sent without a qty has none in the audit either: qty is >= 1 when given, never 0. */
 function audited({ jobId, key, qty, token }: Effect): AuditedEffect {
-  return { jobId, ...(key == null ? {} : { key }), qty: qty ?? 0, token };
+  return { jobId, ...(key == null ? {} : { key }), ...(qty == null ? {} : { qty }), token };
 }

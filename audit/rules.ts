@@ -17,8 +17,8 @@ export interface AuditedEffect {
   jobId: string;
   /** Absent for the job's default effect. */
   key?: string | undefined;
-  /** 0 for an effect sent without one. */
-  qty: number;
+  /** Absent for an effect sent without one (a keyed effect with only a body): qty is >= 1 when given. */
+  qty?: number | undefined;
   token: number;
 }
 
@@ -179,6 +179,13 @@ const placeOf = (side: { name: string }) =>
   side.name === RECEIVER ? 'the receiver' : `downstream ${quoted(side.name)}`;
 const effectWord = (key: string | null | undefined) => (key == null ? 'effect' : `effect ${quoted(key)}`);
 const keyed = (key: string | null | undefined) => (key == null ? {} : { key });
+/** An effect's qty as a side shows it: `{qty}`, or nothing for an effect sent without one. */
+const qtyField = (effect: AuditedEffect) => (effect.qty === undefined ? {} : { qty: effect.qty });
+/** The qty of each of `effects`, null for one sent without; left out when none has one. */
+const qtyList = (effects: readonly AuditedEffect[]) =>
+  effects.every((e) => e.qty === undefined) ? {} : { qty: effects.map((e) => e.qty ?? null) };
+/** How a message says an effect's qty: `qty 3`, or `no qty`. */
+const qtyWords = (effect: AuditedEffect) => (effect.qty === undefined ? 'no qty' : `qty ${effect.qty}`);
 
 function groupOf(side: AuditedDownstream): Map<string, AuditedEffect[]> {
   const groups = new Map<string, AuditedEffect[]>();
@@ -212,8 +219,8 @@ function expectedEffects(side: AuditedDownstream, jobs: readonly AuditedJob[]): 
         violations.push({
           ...base,
           rule: 'qty_differs',
-          receiver: { qty: mine[0]!.qty, token: mine[0]!.token },
-          message: `job ${quoted(job.id)} has qty ${job.qty} in the queue, but its effect at ${placeOf(side)} has qty ${mine[0]!.qty}`,
+          receiver: { ...qtyField(mine[0]!), token: mine[0]!.token },
+          message: `job ${quoted(job.id)} has qty ${job.qty} in the queue, but its effect at ${placeOf(side)} has ${qtyWords(mine[0]!)}`,
         });
       }
     }
@@ -243,7 +250,7 @@ function doubledOf(
   const { jobId, key } = mine[0]!;
   return {
     rule: 'extra_effects',
-    receiver: { effects: mine.length, qty: mine.map((e) => e.qty), token: mine.map((e) => e.token) },
+    receiver: { effects: mine.length, ...qtyList(mine), token: mine.map((e) => e.token) },
     message: `job ${quoted(jobId)} has ${mine.length} of its ${effectWord(key)} at ${placeOf(side)}, not 1`,
   };
 }
@@ -258,14 +265,14 @@ function perEffect(
   let unfinished = 0;
   for (const effect of side.effects) {
     const job = known.get(effect.jobId);
-    const receiver = { qty: effect.qty, token: effect.token };
+    const receiver = { ...qtyField(effect), token: effect.token };
     const base = { downstream: side.name, jobId: effect.jobId, ...keyed(effect.key), receiver };
     if (!job) {
       violations.push({
         ...base,
         rule: 'unknown_job',
         queue: { job: null },
-        message: `${placeOf(side)} has an ${effectWord(effect.key)} for job ${quoted(effect.jobId)} (qty ${effect.qty}, token ${effect.token}), which the queue does not know`,
+        message: `${placeOf(side)} has an ${effectWord(effect.key)} for job ${quoted(effect.jobId)} (${qtyWords(effect)}, token ${effect.token}), which the queue does not know`,
       });
       continue;
     }
@@ -291,7 +298,8 @@ function perEffect(
 }
 
 function totalsRule(side: AuditedDownstream, totals: { effects: number; qty: number }): Violation[] {
-  const sum = side.effects.reduce((total, effect) => total + effect.qty, 0);
+  // An effect sent without qty adds nothing to the sum, as the receiver's totals count it.
+  const sum = side.effects.reduce((total, effect) => total + (effect.qty ?? 0), 0);
   if (totals.effects === side.effects.length && totals.qty === sum) return [];
   return [
     {

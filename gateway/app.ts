@@ -160,9 +160,14 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
     const body = parseWith(sendsBody, req.body, 'request body', GatewayError.fromEdge);
     const caller = callerGone(res);
     try {
-      const judged = await Promise.all(body.sends.map((request) => sendOne(request, caller.signal)));
-      if (caller.signal.aborted) return;
-      res.json({ results: judged.map((one) => sendResult(one, logger)) });
+      const each = signalPerSend(caller.signal, body.sends.length);
+      try {
+        const judged = await Promise.all(body.sends.map((request, i) => sendOne(request, each.signals[i]!)));
+        if (caller.signal.aborted) return;
+        res.json({ results: judged.map((one) => sendResult(one, logger)) });
+      } finally {
+        each.done();
+      }
     } finally {
       caller.done();
     }
@@ -190,6 +195,26 @@ export function createGatewayApp(options: GatewayOptions): GatewayApp {
       for (const { forwarder } of downstreams.values()) forwarder.close();
     },
   });
+}
+
+/**
+ * A signal of its own for each of `count` sends, all aborted when `caller` is, through one
+ * listener on it. Each send's lease check, forward and backoff listen on its own signal: on the
+ * caller's one signal, a batch of 11 sends or more would pass Node's limit of 10 abort listeners
+ * and print a MaxListenersExceededWarning, though each is removed once its step is done.
+ */
+function signalPerSend(caller: AbortSignal, count: number): { signals: AbortSignal[]; done(): void } {
+  const controllers = Array.from({ length: count }, () => new AbortController());
+  const signals = controllers.map((controller) => controller.signal);
+  if (caller.aborted) {
+    for (const controller of controllers) controller.abort(caller.reason);
+    return { signals, done: () => {} };
+  }
+  const onAbort = () => {
+    for (const controller of controllers) controller.abort(caller.reason);
+  };
+  caller.addEventListener('abort', onAbort, { once: true });
+  return { signals, done: () => caller.removeEventListener('abort', onAbort) };
 }
 
 /** How one send ended, as the routes answer it. */

@@ -109,7 +109,10 @@ export function createSend({ queue, downstreams, options, logger }: SendDependen
         case 'judged':
           throw judgedError(result, state.attempts, name);
         case 'rejected':
-          throw rejectedError(result, state.attempts, name, downstream.signed);
+          throw (
+            totalsRefusal(result, request, state.attempts, name) ??
+            rejectedError(result, state.attempts, name, downstream.signed)
+          );
         case 'bad':
           throw badDownstreamError(result, state.attempts, name);
         case 'aborted':
@@ -262,6 +265,43 @@ function rejectedError(result: Exchange, attempts: number, downstream: string, s
     'upstream_rejected',
     `${who} refused the forwarded request with ${status}${code ? ` ${code}` : ''}, so nothing was applied.${said}${hint}`,
     { downstream, attempts, upstream: { status, ...(code ? { code } : {}) } },
+  );
+}
+
+/**
+ * The receiver's 400 for an effect whose qty would take the sum of its applied quantities past
+ * 2^53 - 1 (its error carries `totalQty`): the send's qty is the problem, not the configuration,
+ * so the advice is about the qty. Undefined for any other refusal.
+ */
+function totalsRefusal(
+  result: Exchange,
+  request: SendRequest,
+  attempts: number,
+  downstream: string,
+): GatewayError | undefined {
+  const { status, code } = answerOf(result);
+  const totalQty = (bodyOf(result) as { error?: { totalQty?: unknown } }).error?.totalQty;
+  if (status !== 400 || request.qty === undefined || !Number.isSafeInteger(totalQty)) return undefined;
+  const effect =
+    request.key !== undefined
+      ? `effect ${JSON.stringify(request.key)} of job ${JSON.stringify(request.jobId)}`
+      : `job ${JSON.stringify(request.jobId)}'s default effect`;
+  const advice =
+    request.key !== undefined
+      ? 'send the effect with a smaller qty, or with a body and no qty'
+      : `the default effect's qty is the job's, so cancel job ${JSON.stringify(request.jobId)} and enqueue it again with the qty it should have`;
+  return new GatewayError(
+    'upstream_rejected',
+    `${downstreamWords(downstream)} refused ${effect} with ${status}${code ? ` ${code}` : ''}, so nothing was applied: its qty ${request.qty} would take the sum of the quantities applied there (${String(totalQty)}) past ${Number.MAX_SAFE_INTEGER}, the most its totals can hold. The send's qty is the problem, not the gateway's configuration, and the same send is refused again: ${advice}.`,
+    {
+      downstream,
+      attempts,
+      upstream: { status, ...(code ? { code } : {}) },
+      jobId: request.jobId,
+      ...(request.key !== undefined ? { key: request.key } : {}),
+      qty: request.qty,
+      totalQty,
+    },
   );
 }
 

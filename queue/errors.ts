@@ -72,6 +72,11 @@ function staleMessage(id: string, reason: StaleReason, expected: Presented, curr
   if (current.status === 'done' && current.owner === expected.owner && current.token === expected.token) {
     return `Job "${id}" is already done: you already finished this job with ${asked}. Nothing more to do; do not claim it again.`;
   }
+  // Each claim adds 1 to the token, so a token above the current one was never issued: no claim
+  // happened that the caller missed; the caller sent a token it was never given.
+  if (reason === 'token_mismatch' && expected.token > current.token) {
+    return `Lease on job "${id}" is not current: token ${expected.token} was never issued for this job (its latest token is ${current.token}). Presented ${asked}; the job has ${now}. Check the token the caller kept: send the one its claim returned.`;
+  }
   // A job past its deadline is not claimable again: claiming again would find nothing of it.
   const then =
     reason === 'deadline_passed' ? 'Stop working on it; it will not run again.' : 'Stop working on it and claim again.';

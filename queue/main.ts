@@ -18,6 +18,7 @@ import {
 import type { SqliteJournal } from '../platform/sqlite.js';
 import { checkApiKey } from '../platform/exchange.js';
 import { serverLimitsOf } from '../platform/listen.js';
+import { isPostgresUrl } from '../platform/postgres.js';
 import { serviceAction } from '../platform/service-main.js';
 import { startQueue } from './service.js';
 import type { LateFinishPolicy } from './types.js';
@@ -97,7 +98,8 @@ export function queueCommand(): Command {
         start: (options, logger) => startQueue({ ...options, logger }),
         ready: (options) => ({
           lateFinish: options.latePolicy,
-          journal: options.journal,
+          // SQLite's journal mode: a postgres:// database has none of its own to report.
+          ...(isPostgresUrl(options.db) ? {} : { journal: options.journal }),
           apiKey: options.apiKey !== undefined,
         }),
       }),

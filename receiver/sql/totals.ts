@@ -27,7 +27,7 @@ export async function addToTotals(executor: Executor, request: EffectRequest): P
   if (await add(executor, 1, qty)) return;
   throw new ReceiverError(
     'invalid_request',
-    `The effect for job "${request.jobId}" was not applied: its qty ${qty} would take the sum of applied quantities (${await totalQty(executor)}) past ${Number.MAX_SAFE_INTEGER}, which could not be reported exactly.`,
+    `The effect for job "${request.jobId}" was not applied: its qty ${qty} would take the sum of applied quantities (${await totalQty(executor)}) past ${Number.MAX_SAFE_INTEGER}, the largest sum GET /totals can report exactly. Send it with a smaller qty.`,
     { jobId: request.jobId, qty, totalQty: await totalQty(executor) },
   );
 }
@@ -42,7 +42,7 @@ export async function addAllToTotals(executor: Executor, requests: readonly Effe
   if (Number.isSafeInteger(qty) && (await add(executor, requests.length, qty))) return;
   throw new ReceiverError(
     'invalid_request',
-    `The batch's ${requests.length} applied effects were not applied: their qty together (${qty}) would take the sum of applied quantities (${await totalQty(executor)}) past ${Number.MAX_SAFE_INTEGER}, which could not be reported exactly.`,
+    `The batch's ${requests.length} applied effects were not applied: their qty together (${qty}) would take the sum of applied quantities (${await totalQty(executor)}) past ${Number.MAX_SAFE_INTEGER}, the largest sum GET /totals can report exactly. Send them one at a time, or with smaller qty.`,
     { qty, totalQty: await totalQty(executor) },
   );
 }

@@ -2,7 +2,7 @@
 // each violation found with both sides' values; the queue's listing read page by page.
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { audit } from '../../audit/index.js';
+import { audit, formatAudit } from '../../audit/index.js';
 import { QueueClient, startQueue } from '../../queue/index.js';
 import { ReceiverClient, startReceiver } from '../../receiver/index.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -123,6 +123,31 @@ test('each violation is found, with the job and both sides', async () => {
     queue: { status: 'pending', token: 0 },
     receiver: { qty: 1, token: 7 },
   });
+});
+
+test('an effect sent without qty (a keyed effect with only a body) is reported with no qty, never qty 0', async () => {
+  const { queue, receiver, run, effects } = await setup();
+  await run('fine', 2);
+  await effects.record({ jobId: 'ghost', key: 'mail', body: { to: 'a@b' } }, { token: 1 });
+
+  const report = await audit({ queue: queue.url, receiver: receiver.url });
+  expect(report.violations).toEqual([
+    {
+      rule: 'unknown_job',
+      downstream: 'receiver',
+      jobId: 'ghost',
+      key: 'mail',
+      queue: { job: null },
+      receiver: { token: 1 },
+      message: 'the receiver has an effect "mail" for job "ghost" (no qty, token 1), which the queue does not know',
+    },
+  ]);
+  // As `leasehold audit --json` prints it: no qty at all.
+  expect(JSON.parse(JSON.stringify(report)).violations[0].receiver).toEqual({ token: 1 });
+  expect(formatAudit(report)).toContain(
+    '  VIOLATION unknown_job: the receiver has an effect "mail" for job "ghost" (no qty, token 1), which the queue does not know — queue {"job":null}, receiver {"token":1}',
+  );
+  expect(report.counts.totals).toEqual({ effects: 2, qty: 2 });
 });
 
 test('a job enqueued after the listing was read is not taken for an unknown one', async () => {

@@ -17,7 +17,7 @@ const effect = (jobId: string, overrides: Partial<AuditedEffect> = {}): AuditedE
 });
 const totalsOf = (effects: AuditedEffect[]) => ({
   effects: effects.length,
-  qty: effects.reduce((s, e) => s + e.qty, 0),
+  qty: effects.reduce((s, e) => s + (e.qty ?? 0), 0),
 });
 
 function run(jobs: AuditedJob[], effects: AuditedEffect[], totals = totalsOf(effects)) {
@@ -87,6 +87,42 @@ describe('audit rules', () => {
     ]);
   });
 
+  test('an effect without qty is shown with none: no qty in its side, "no qty" in its message, nothing in the sum', () => {
+    const effects = [
+      effect('a', { qty: undefined }),
+      effect('b', { key: 'mail', qty: undefined }),
+      effect('b', { key: 'mail', qty: undefined, token: 1 }),
+      effect('c', { key: 'mail', qty: 2 }),
+      effect('c', { key: 'mail', qty: undefined }),
+    ];
+    const report = auditRules({
+      jobs: [job('a'), job('b'), job('c')],
+      effects,
+      totals: { effects: 5, qty: 2 },
+      keys: [],
+    });
+    expect(report.violations).toEqual([
+      expect.objectContaining({ rule: 'extra_effects', jobId: 'b', receiver: { effects: 2, token: [2, 1] } }),
+      expect.objectContaining({
+        rule: 'extra_effects',
+        jobId: 'c',
+        receiver: { effects: 2, qty: [2, null], token: [2, 2] },
+      }),
+    ]);
+    const missingQty = run([job('a')], [effect('a', { qty: undefined })]);
+    expect(missingQty.violations).toEqual([
+      {
+        rule: 'qty_differs',
+        downstream: 'receiver',
+        jobId: 'a',
+        queue: { status: 'done', qty: 3, token: 2 },
+        receiver: { token: 2 },
+        message: 'job "a" has qty 3 in the queue, but its effect at the receiver has no qty',
+      },
+    ]);
+    expect(Object.keys(missingQty.violations[0]!.receiver!)).toEqual(['token']);
+  });
+
   test("the receiver's totals must agree with its effects", () => {
     const report = run([job('a')], [effect('a')], { effects: 2, qty: 7 });
     expect(report.violations).toEqual([
@@ -104,7 +140,7 @@ describe('audit rules', () => {
 
 describe('audit rules at several downstreams, per key', () => {
   const mail = (jobId: string, overrides: Partial<AuditedEffect> = {}) =>
-    effect(jobId, { key: 'email', qty: 0, ...overrides });
+    effect(jobId, { key: 'email', qty: undefined, ...overrides });
   const runWith = (jobs: AuditedJob[], receiver: AuditedEffect[], mailer: AuditedEffect[], keys = ['email']) =>
     auditRules({
       jobs,
@@ -160,7 +196,7 @@ describe('audit rules at several downstreams, per key', () => {
         jobId: 'c',
         key: 'email',
         queue: { status: 'leased', token: 2 },
-        receiver: { qty: 0, token: 4 },
+        receiver: { token: 4 },
       }),
     ]);
     const lines = formatAudit(report);
@@ -205,7 +241,7 @@ describe('audit rules at several downstreams, per key', () => {
     const report = runWith([job('a')], [effect('a')], [mail('ghost', { token: 1 })], []);
     expect(report.violations.map((v) => [v.rule, v.downstream, v.jobId])).toEqual([['unknown_job', 'mailer', 'ghost']]);
     expect(report.violations[0]!.message).toBe(
-      'downstream "mailer" has an effect "email" for job "ghost" (qty 0, token 1), which the queue does not know',
+      'downstream "mailer" has an effect "email" for job "ghost" (no qty, token 1), which the queue does not know',
     );
   });
 

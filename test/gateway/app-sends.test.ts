@@ -6,7 +6,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, onTestFinished, test } from 'vitest';
 import { parseMetrics } from '../helpers/metrics.js';
 import { expectError, setup, type Setup } from './setup.js';
 
@@ -106,6 +106,40 @@ describe('POST /sends', () => {
       .send({ sends: [send, send] });
     expect((res.body.results as Result[]).map((r) => r.body.outcome).sort()).toEqual(['applied', 'duplicate']);
     expect(await s.receiver.totals()).toEqual({ effects: 1, qty: 4 });
+  });
+
+  test('a batch of 20 sends, checked, forwarded singly, in a batch and retried, adds no MaxListenersExceededWarning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => {
+      if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning.message);
+    };
+    process.on('warning', onWarning);
+    onTestFinished(() => {
+      process.off('warning', onWarning);
+    });
+    const s = await setup();
+    const batchOf = async (prefix: string) => {
+      const sends: Send[] = [];
+      for (let i = 0; i < 20; i += 1) {
+        const lease = await s.leased(`${prefix}${i}`, 1);
+        sends.push({ jobId: lease.id, owner: 'w1', token: lease.token, qty: 1 });
+      }
+      const res = await request(s.app).post('/sends').send({ sends });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body.results as Result[]).map((r) => [r.body.outcome ?? r.body.error?.code, r.attempts]);
+    };
+    const applied = (attempts: number) => Array.from({ length: 20 }, () => ['applied', attempts]);
+    // The gateway does not know yet that the receiver takes batches: 20 single forwards at once.
+    expect(await batchOf('single-')).toEqual(applied(1));
+    // Now it does: the 20 go in one batch request.
+    expect(await batchOf('batched-')).toEqual(applied(1));
+    // The batch fails: each send waits out its backoff, checks its lease again and retries alone.
+    s.receiver.faults.fail({ status: 503, count: 1 });
+    expect(await batchOf('retried-')).toEqual(applied(2));
+    // Warnings are emitted on a later tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings, 'MaxListenersExceededWarning emitted while POST /sends ran').toEqual([]);
+    expect(await s.receiver.totals()).toEqual({ effects: 60, qty: 60 });
   });
 
   test('a downstream that refuses connections and a queue that is gone: each send answers as its own would', async () => {

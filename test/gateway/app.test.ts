@@ -102,6 +102,18 @@ describe('gateway: refusing before anything is forwarded', () => {
     expect(await receiver.journal()).toEqual([]);
   });
 
+  test('a token the queue never issued is refused saying so, not that the job was claimed again', async () => {
+    const { app, receiver, leased } = await setup();
+    const lease = await leased('job-1', 5);
+    const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: 7, qty: 5 });
+    expectError(res, 409, 'stale_lease');
+    expect(res.body.error).toMatchObject({ reason: 'token_mismatch', expected: { owner: 'w1', token: 7 } });
+    expect(res.body.error.message).toBe(
+      `Lease on job "job-1" is not current: token 7 was never issued for this job (its latest token is ${lease.token}). Presented owner "w1" token 7; the job has status leased, owner "w1", token ${lease.token}. Check the token the caller kept: send the one its claim returned. Nothing was forwarded.`,
+    );
+    expect(await receiver.journal()).toEqual([]);
+  });
+
   test("a worker presenting someone else's token under its own name is refused (owner_mismatch)", async () => {
     const { app, receiver, leased } = await setup();
     const lease = await leased('job-1', 5, 'w1');
@@ -316,6 +328,60 @@ describe('gateway: signatures', () => {
     const res = await request(app).post('/send').send({ jobId: 'job-1', owner: 'w1', token: lease.token, qty: 5 });
     expectError(res, 502, 'upstream_rejected');
     expect(res.body.error.message).toContain('the gateway has no secret');
+  });
+});
+
+describe("gateway: a qty too large for the receiver's totals", () => {
+  const MAX = Number.MAX_SAFE_INTEGER;
+
+  test('a keyed effect: 502 upstream_rejected whose advice is the qty, not --receiver; not retried', async () => {
+    const { app, receiver, leased } = await setup();
+    const lease = await leased('a', 1);
+    const who = { jobId: 'a', owner: 'w1', token: lease.token };
+    expect(
+      (
+        await request(app)
+          .post('/send')
+          .send({ ...who, qty: 1 })
+      ).status,
+    ).toBe(200);
+    const res = await request(app)
+      .post('/send')
+      .send({ ...who, key: 'big', qty: MAX });
+    expectError(res, 502, 'upstream_rejected');
+    expect(res.body.error).toMatchObject({
+      attempts: 1,
+      upstream: { status: 400, code: 'invalid_request' },
+      jobId: 'a',
+      key: 'big',
+      qty: MAX,
+      totalQty: 1,
+    });
+    const { message } = res.body.error as { message: string };
+    expect(message).toBe(
+      `The receiver refused effect "big" of job "a" with 400 invalid_request, so nothing was applied: its qty ${MAX} would take the sum of the quantities applied there (1) past ${MAX}, the most its totals can hold. The send's qty is the problem, not the gateway's configuration, and the same send is refused again: send the effect with a smaller qty, or with a body and no qty.`,
+    );
+    expect(message).not.toContain('--receiver');
+    expect(await receiver.totals()).toEqual({ effects: 1, qty: 1 });
+  });
+
+  test("the default effect, whose qty is the job's: the advice is to enqueue the job again with its right qty", async () => {
+    const { app, leased } = await setup();
+    const small = await leased('small', 1);
+    expect(
+      (await request(app).post('/send').send({ jobId: 'small', owner: 'w1', token: small.token, qty: 1 })).status,
+    ).toBe(200);
+    const huge = await leased('huge', MAX);
+    const res = await request(app).post('/send').send({ jobId: 'huge', owner: 'w1', token: huge.token, qty: MAX });
+    expectError(res, 502, 'upstream_rejected');
+    expect(res.body.error).toMatchObject({ jobId: 'huge', qty: MAX, totalQty: 1 });
+    expect(res.body.error.message).toContain(
+      `The receiver refused job "huge"'s default effect with 400 invalid_request`,
+    );
+    expect(res.body.error.message).toContain(
+      'the default effect\'s qty is the job\'s, so cancel job "huge" and enqueue it again with the qty it should have.',
+    );
+    expect(res.body.error.message).not.toContain('--receiver');
   });
 });
 

@@ -180,6 +180,50 @@ describe('queue HTTP API', () => {
     expect((await http().get('/jobs/a')).body.job).toEqual(before);
   });
 
+  test('a token above the current one was never issued, and is said so; a lower one means the job was claimed again', async () => {
+    const { http, clock, claim } = await setup();
+    await http().post('/jobs').send({ id: 'a', qty: 1 });
+    const first = await claim('w1', 1_000);
+    const now = `the job has status leased, owner "w1", token ${first.token}`;
+    const never = (token: number) =>
+      `Lease on job "a" is not current: token ${token} was never issued for this job (its latest token is ${first.token}). Presented owner "w1" token ${token}; ${now}. Check the token the caller kept: send the one its claim returned.`;
+    const before = (await http().get('/jobs/a')).body.job;
+    for (const [path, extra] of [
+      ['heartbeat', {}],
+      ['verify', {}],
+      ['finish', {}],
+      ['fail', { error: 'e' }],
+      ['release', {}],
+    ] as const) {
+      const res = await http()
+        .post(`/jobs/a/${path}`)
+        .send({ owner: 'w1', token: 7, ...extra });
+      expectError(res, 409, 'stale_lease');
+      expect({ path, reason: res.body.error.reason, message: res.body.error.message }).toEqual({
+        path,
+        reason: 'token_mismatch',
+        message: never(7),
+      });
+    }
+    const batch = await http()
+      .post('/finishes')
+      .send({ owner: 'w1', finishes: [{ id: 'a', token: 7 }] });
+    expect(batch.body.results[0].error).toMatchObject({
+      code: 'stale_lease',
+      reason: 'token_mismatch',
+      message: never(7),
+    });
+    expect((await http().get('/jobs/a')).body.job).toEqual(before);
+
+    // Claimed again by w2: w1's token 1 is below the current one, and that is what happened.
+    clock.set(first.leaseUntil);
+    const second = await claim('w2', 1_000);
+    const late = await http().post('/jobs/a/heartbeat').send({ owner: 'w1', token: first.token });
+    expect(late.body.error.message).toBe(
+      `Lease on job "a" is not current: the token is not the current one (the job was claimed again). Presented owner "w1" token ${first.token}; the job has status leased, owner "w2", token ${second.token}. Stop working on it and claim again.`,
+    );
+  });
+
   test('fail puts the job back at runAt, then dead when attempts are spent', async () => {
     const { http, clock, claim } = await setup();
     await http().post('/jobs').send({ id: 'a', qty: 1, maxAttempts: 2 });

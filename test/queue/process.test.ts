@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
 import { describe, expect, test } from 'vitest';
 import { spawnCli } from '../../platform/spawn.js';
+import { testSchema } from '../helpers/postgres.js';
 import { CLI, ROOT, cleanEnv, freePort, portInUse, runCli, startProcess } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -27,6 +28,34 @@ describe('leasehold queue (process)', () => {
       pid: queue.child.pid,
       url: queue.url,
     });
+  });
+
+  test("the ready line gives SQLite's journal for a SQLite file, and no journal for a postgres:// database (receiver too)", async () => {
+    const readyLine = async (service: 'queue' | 'receiver', db: string) => {
+      const running = await startProcess(service, ['--port', '0', '--db', db]);
+      expect(await running.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+      const logs = running
+        .stderr()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      return logs.find((l) => l.msg === `${service} ready`)!;
+    };
+    const dir = tempDir('leasehold-queue-ready-');
+    const sqlite = await readyLine('queue', join(dir, 'queue.sqlite'));
+    expect(sqlite).toMatchObject({ journal: 'delete', lateFinish: 'reject' });
+
+    const { url } = testSchema('lh_ready');
+    const postgres = await readyLine('queue', url);
+    expect({ db: postgres.db, lateFinish: postgres.lateFinish, journal: postgres.journal }).toEqual({
+      db: expect.stringMatching(/^postgres:\/\//),
+      lateFinish: 'reject',
+      journal: undefined,
+    });
+    expect(Object.keys(postgres)).not.toContain('journal');
+    for (const db of [join(dir, 'receiver.sqlite'), url]) {
+      expect(Object.keys(await readyLine('receiver', db)), `receiver ready on ${db}`).not.toContain('journal');
+    }
   });
 
   test('reads LEASEHOLD_PORT and LEASEHOLD_DB; --port beats LEASEHOLD_PORT', async () => {

@@ -84,7 +84,11 @@ describe.each(Object.keys(dialects))('receiver hardening: %s', (dialect) => {
     const before = await snapshot(store);
     const res = await post(JSON.stringify({ jobId: 'b', qty: 1 }));
     expectError(res, 400, 'invalid_request');
-    expect(res.body.error.message).toMatch(/sum of applied quantities/);
+    expect(res.body.error.message).toBe(
+      `The effect for job "b" was not applied: its qty 1 would take the sum of applied quantities (${max}) past ${max}, the largest sum GET /totals can report exactly. Send it with a smaller qty.`,
+    );
+    // The gateway tells this refusal from a configuration problem by `totalQty`.
+    expect(res.body.error).toMatchObject({ jobId: 'b', qty: 1, totalQty: max });
     expect(await snapshot(store)).toEqual(before);
     expect((await http().get('/totals')).body).toEqual({ effects: 1, qty: max });
   });
