@@ -92,7 +92,7 @@ export async function expectNoEffectAt(
 
 /**
  * The first effect for `jobId` at any of `downstreams` (under `key`, default the job's default
- * effect), once there is one; rejects after `timeoutMs`.
+ * effect), once there is one; rejects after `timeoutMs` (checked by checkChoice).
  */
 export async function waitForEffectAt(
   jobId: string,
@@ -100,9 +100,6 @@ export async function waitForEffectAt(
   timeoutMs: number,
   key?: KeyChoice,
 ): Promise<SystemEffect> {
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
-    throw new RangeError(`timeoutMs must be a whole number of milliseconds, not ${String(timeoutMs)}.`);
-  }
   const keys = keysOf(key) ?? [null];
   // Real time: a manual clock stands still while the code under test works.
   const deadline = Date.now() + timeoutMs;
@@ -189,20 +186,25 @@ function sides(
   key: string | undefined,
 ): [string, string] {
   const list = (value: unknown) => (Array.isArray(value) ? value.join(', ') : String(value));
+  // An effect sent without qty (a keyed effect with only a body) has none to show.
+  const qty = (value: unknown) => (value === undefined ? 'no qty' : `qty ${String(value)}`);
   const one = key === undefined ? `1 effect with qty ${String(q.qty)}` : `1 effect "${key}"`;
   switch (rule) {
     case 'missing_effect':
       return [`${one} (the job is done, token ${String(q.token)})`, 'no effect'];
     case 'extra_effects':
-      return [`1 effect`, `${String(r.effects)} effects (qty ${list(r.qty)}; tokens ${list(r.token)})`];
+      return [
+        `1 effect`,
+        `${String(r.effects)} effects (${r.qty === undefined ? 'no qty' : `qty ${list(r.qty)}`}; tokens ${list(r.token)})`,
+      ];
     case 'qty_differs':
-      return [`qty ${String(q.qty)} (the job's)`, `qty ${String(r.qty)} (token ${String(r.token)})`];
+      return [`qty ${String(q.qty)} (the job's)`, `${qty(r.qty)} (token ${String(r.token)})`];
     case 'unknown_job':
-      return ['no effect (the queue has no such job)', `an effect with qty ${String(r.qty)}, token ${String(r.token)}`];
+      return ['no effect (the queue has no such job)', `an effect with ${qty(r.qty)}, token ${String(r.token)}`];
     case 'token_ahead':
       return [
         `a token at most ${String(q.token)} (the job's current token)`,
-        `token ${String(r.token)} (qty ${String(r.qty)})`,
+        `token ${String(r.token)} (${qty(r.qty)})`,
       ];
     case 'totals_differ': {
       const listed = (r.listed ?? {}) as Record<string, unknown>;

@@ -9,6 +9,7 @@ export {
   type SystemClock,
   type SystemDownstream,
   type SystemOptions,
+  type SystemWorkerOptions,
 } from './system.js';
 export { ManualClock } from './clock.js';
 export { hold, type Hold } from './hold.js';

@@ -4,6 +4,7 @@
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
 
 import { describeValue } from '../platform/describe-value.js';
+import { idProblem, MAX_KEY_LENGTH } from '../platform/ids.js';
 import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption } from '../platform/postgres.js';
 import type { DownstreamOption, SystemOptions } from './system.js';
@@ -58,7 +59,9 @@ function isClock(value: unknown): boolean {
 /**
  * The options of an assertion: `to` and `key` (and `timeoutMs` where it waits). An unknown name is
  * refused, since an assertion that ignored it would pass for a reason the test did not mean
- * (`expectExactlyOnce({ jobId })` checks every job, not one).
+ * (`expectExactlyOnce({ jobId })` checks every job, not one); so is a key no effect can have
+ * (`expectNoEffect` would pass on it whatever was sent), the empty one included: the default
+ * effect is `null`, or `key` left out.
  */
 export function checkChoice(method: string, choice: unknown, also: readonly string[] = []): void {
   if (choice === undefined) return;
@@ -78,4 +81,32 @@ export function checkChoice(method: string, choice: unknown, also: readonly stri
       `${method}: key must be an effect's key, null for the default effect, or a list of them, not ${describeValue(key)}.`,
     );
   }
+  for (const one of Array.isArray(key) ? (key as unknown[]) : [key]) {
+    if (typeof one === 'string') checkKey(method, one);
+  }
+  if (also.includes('timeoutMs')) checkTimeoutMs(method, choice.timeoutMs);
+}
+
+/**
+ * A key some effect could have, by the gateway's and the receiver's rule for keys: the id rule, at
+ * most 128 characters. The empty string is not the default effect's key: that one has none.
+ */
+function checkKey(method: string, key: string): void {
+  const problem = idProblem(key, 'key', MAX_KEY_LENGTH);
+  if (problem === undefined) return;
+  const hint = key === '' ? ' The default effect has no key: name it with null.' : '';
+  throw new RangeError(`${method}: no effect can have the key ${shortly(key)}: ${problem}.${hint}`);
+}
+
+/** A wait in whole milliseconds, 0 or more; a value of another kind is a TypeError quoting it. */
+function checkTimeoutMs(method: string, timeoutMs: unknown): void {
+  if (timeoutMs === undefined) return;
+  const rule = `${method}: timeoutMs must be a whole number of milliseconds, 0 or more`;
+  if (typeof timeoutMs !== 'number') throw new TypeError(`${rule}, not ${describeValue(timeoutMs)}.`);
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`${rule}, not ${String(timeoutMs)}.`);
+}
+
+/** A string as a message quotes it: whole when short, its start and its length when long. */
+function shortly(text: string): string {
+  return text.length <= 40 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 20))}… (${text.length} characters)`;
 }

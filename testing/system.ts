@@ -93,8 +93,11 @@ export interface System {
   readonly downstreams: Readonly<Record<string, SystemDownstream>>;
   readonly clock: SystemClock;
   readonly apiKey: string | undefined;
-  /** A worker on this system (its URLs, API key and clock filled in), closed by `close()`. */
-  worker(name: string, options?: Partial<Omit<WorkerOptions, 'name'>>): Worker;
+  /**
+   * A worker on this system (its URLs, API key and clock filled in), closed by `close()`. An option
+   * set to undefined is left out: the system's own stays.
+   */
+  worker(name: string, options?: SystemWorkerOptions): Worker;
   /**
    * The lease of `jobId` ends now, on the queue's clock: its holder is refused from then on, and
    * the job is claimable. For the real clock; on a manual one `clock.advance` does the same.
@@ -121,6 +124,11 @@ export interface System {
    */
   close(): Promise<void>;
 }
+
+/** A worker's options as `system.worker` takes them: the system fills in its URLs, API key and clock. */
+export type SystemWorkerOptions = {
+  [K in keyof Omit<WorkerOptions, 'name'>]?: WorkerOptions[K] | undefined;
+};
 
 interface StartedStub {
   name: string;
@@ -272,12 +280,18 @@ function systemHandle(parts: {
           "system.worker takes the worker's name as its first argument, not in its options: leave name out of them.",
         );
       }
+      // An option set to undefined is left out, as a worker takes it: it keeps the system's own
+      // (its clock above all), where spreading it would put undefined in its place.
+      const given =
+        typeof options === 'object' && options !== null
+          ? Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))
+          : options;
       const worker = workerMadeBy('system.worker', {
         queueUrl: queue.url,
         gatewayUrl: gateway.url,
         apiKey,
         clock,
-        ...options,
+        ...given,
         name,
       });
       workers.add(worker);

@@ -49,6 +49,7 @@ export type {
   EffectInput,
   EffectSender,
   Handler,
+  HookOptions,
   JobContext,
   JobOutcome,
   QueueApi,

@@ -255,7 +255,7 @@ async function runWorkerProcess(flags: WorkerFlags): Promise<void> {
       graceMs: flags.graceMs,
       ...(flags.outputRoot !== undefined ? { outputRoot: flags.outputRoot } : {}),
       hooks: stalls.hooks,
-      handler: sendQtyHandler(flags.workMs, flags.outputRoot !== undefined, flags.sendRetryMs),
+      handler: sendQtyHandler(flags.workMs, flags.outputRoot !== undefined, flags.sendRetryMs, stop.signal),
       onEvent: (event) => {
         stalls.observe(event);
         if (event.event === 'claimed') running += 1;
@@ -297,20 +297,28 @@ const UNREACHED: ReadonlySet<string> = new Set(['gateway_unavailable', 'queue_un
  * renews the lease first only when it is short (`leaseIsShort`), not on every job. A send that
  * found the gateway, the queue or the downstream out of reach is sent again, under the same
  * lease (renewed meanwhile), for up to `sendRetryMs`: an outage of a service then holds the jobs
- * running, rather than failing each and spending its attempts. A lost lease or a stop ends the
- * retries at once.
+ * running, rather than failing each and spending its attempts. A lost lease or a stop
+ * (`stopSignal`, the run's) ends the retries at once: the wait between two attempts ends with the
+ * stop's abort, which the worker takes as the job given up, and hands its lease back.
  */
-export function sendQtyHandler(workMs: number, writeOutput = false, sendRetryMs = 0): Handler {
+export function sendQtyHandler(
+  workMs: number,
+  writeOutput = false,
+  sendRetryMs = 0,
+  stopSignal?: AbortSignal,
+): Handler {
   return async (ctx) => {
     if (writeOutput) {
       const { id, token, qty, owner } = ctx.lease;
       await writeFile(join(await ctx.outputDir(), 'output.json'), `${JSON.stringify({ id, token, qty, owner })}\n`);
     }
     if (workMs > 0) await sleep(workMs, undefined, { signal: ctx.signal });
+    // The simulated work above may use the grace after a stop; waiting out an outage may not.
+    const retriesEnd = stopSignal ? AbortSignal.any([ctx.signal, stopSignal]) : ctx.signal;
     const sent = await retryWhile(
       () => ctx.send(ctx.lease.qty),
       (err) => err instanceof GatewayError && UNREACHED.has(err.code),
-      { budgetMs: sendRetryMs, firstDelayMs: 250, maxDelayMs: 5_000, signal: ctx.signal },
+      { budgetMs: sendRetryMs, firstDelayMs: 250, maxDelayMs: 5_000, signal: retriesEnd },
     );
     return { outcome: sent.outcome, effectToken: sent.effect.token };
   };

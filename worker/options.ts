@@ -36,9 +36,9 @@ export interface WorkerOptions {
   /** The owner name this worker claims as. */
   name: string;
   /** How long each claim asks for (default 30000, at least 300). Renewals extend by as much. */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** How many jobs run at once, each under its own lease (default 1, at most 100). */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * How many leases the worker holds beyond `concurrency`, each waiting for a handler to be free
    * (`concurrency` + `prefetch` at most 100). A waiting lease is renewed like a running one and
@@ -48,44 +48,44 @@ export interface WorkerOptions {
    * `'auto'`, holds as many as the handlers would start in 20 ms, judged by how long they recently
    * took (rules.autoPrefetch): many for short jobs, none for long ones. 0 holds none.
    */
-  prefetch?: number | 'auto';
+  prefetch?: number | 'auto' | undefined;
   /**
    * How long one claim may wait at the queue for a job (long poll; default 20000, at most
    * 30000). 0 asks and returns at once; the worker then pauses `pollMs` between empty claims.
    */
-  waitMs?: number;
+  waitMs?: number | undefined;
   /**
    * The pause before claiming again after a claim failed (queue unreachable, 5xx), or came
    * back empty without having waited (`waitMs` 0, or a queue that answered early). Default 500.
    */
-  pollMs?: number;
+  pollMs?: number | undefined;
   /**
    * After a stop, how long running handlers may still take to end by themselves; then their
    * leases are released and their signals aborted (default 10000).
    */
-  graceMs?: number;
+  graceMs?: number | undefined;
   /**
    * How long a send already on its way may take to answer after the lease is lost, before the
    * handler's signal aborts it (default: the heartbeat interval, at least 1000).
    */
-  sendGraceMs?: number;
+  sendGraceMs?: number | undefined;
   /**
    * Where `ctx.outputDir()` puts each generation's files: `<outputRoot>/<job>/<token>/`. When
    * set, a finish records the generation that won in the job's result (`output`), and the
    * worker removes generations that can no longer win once a job's outcome is known.
    */
-  outputRoot?: string;
-  onEvent?: (event: WorkerEvent) => void;
-  hooks?: WorkerHooks;
+  outputRoot?: string | undefined;
+  onEvent?: ((event: WorkerEvent) => void) | undefined;
+  hooks?: WorkerHooks | undefined;
   /**
    * The worker's clock, for its estimate of the lease's end; never decides validity. A clock
    * that runs timers (the test kit's manual clock) also times the renewals and the loss of a
    * lease, so a test that moves it moves them.
    */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Replace the HTTP clients (tests put faults between the worker and a service). */
-  queue?: QueueApi;
-  gateway?: EffectSender;
+  queue?: QueueApi | undefined;
+  gateway?: EffectSender | undefined;
 }
 
 export interface ResolvedWorkerOptions {

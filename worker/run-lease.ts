@@ -1,29 +1,22 @@
 // One job under one lease: run the handler while the keeper renews, then finish — claiming the
 // slot's next job in the same request when asked — or fail when the handler threw, or release
-// when the worker stopped and the grace time ran out. A lost lease ends as LeaseLostError and
-// is never finished, failed or released under.
+// when the worker stopped and the grace time ran out (or the handler gave the job up to the
+// stop). A lost lease ends as LeaseLostError and is never finished, failed or released under.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GatewayError } from '../gateway/client.js';
 import type { Lease } from '../queue/types.js';
 import type { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, scanJson } from '../platform/json-limits.js';
 import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer, type ResultSize } from './finish-batch.js';
+import { isStopAbort, runHook } from './hooks.js';
+import { jsonValueProblem } from './json-value.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
-import { describeValue } from '../platform/describe-value.js';
 import type { HandlerTurns, Turn } from './turns.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { cleanupOrphans, outputDir } from './outputs.js';
-import {
-  AUTO_PREFETCH_GIVE_BACK_MS,
-  errorMessage,
-  generationPath,
-  jobFolderName,
-  refusalOf,
-  resultWithOutput,
-} from './rules.js';
+import { AUTO_PREFETCH_GIVE_BACK_MS, errorMessage, generationPath, jobFolderName, resultWithOutput } from './rules.js';
+import { sendEffect } from './send-effect.js';
 import { failJob, finishJob, releaseJob, type Finished } from './settle.js';
 import type { SendTimes } from './send-times.js';
 import type { ClaimedLease, EffectInput, EffectSender, Handler, JobContext, QueueApi, SendOutcome } from './types.js';
@@ -97,33 +90,66 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
   if (turn === undefined) return none(await handBack(keeper, deps, late ? AUTO_PREFETCH_GIVE_BACK_MS : undefined));
   const ended = deps.started?.();
   const generation = new Generation(keeper, deps);
+  const abandoned = () =>
+    new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`);
   let handled: Handled;
   try {
     if (keeper.renewFirst) await keeper.renew().catch(() => {});
     handled = keeper.lost
       ? { kind: 'threw', error: keeper.lost }
-      : await untilGraceOver(handler, new LeaseContext(keeper, deps, generation), deps.graceSignal);
+      : await untilGraceOver(handler, new LeaseContext(keeper, deps, generation, abandoned), deps.graceSignal);
   } finally {
     // The next lease's handler runs while this one's finish is on its way.
     turn();
     ended?.();
   }
-  if (handled.kind === 'grace_over') {
-    keeper.abandon(new Error(`worker "${deps.options.name}" stopped before the job was done; its lease is released`));
+  // Out of time after a stop, or given up to it (the handler threw the stop's own abort: a hold()
+  // in a hook ended by the stop, retries ended by it): handed back now, the attempt given back.
+  if (handled.kind === 'grace_over' || (handled.kind === 'threw' && isStopAbort(handled.error, deps.stopSignal))) {
+    keeper.abandon(abandoned());
     return none(await handBack(keeper, deps));
   }
   // Decide only once every answer is in: a renewal in flight may still report the loss.
   await keeper.stop();
   const lease = keeper.lease;
   if (keeper.lost) return none({ status: 'lost', lease, error: keeper.lost });
-  // Serialized once, to check it is JSON and within the queue's limits; its size then places the
-  // finish in a batch.
-  const size = handled.kind === 'returned' ? resultSize(handled.result) : undefined;
   const output = generation.used ? generationPath(lease.id, lease.token) : undefined;
+  const { failure, recorded } = judged(handled, output);
+  if (failure !== undefined) return none(await failJob(keeper, deps, failure.slice(0, MAX_ERROR_CHARS)));
+  try {
+    await runHook(deps.options.hooks.beforeFinish, lease, deps, abandoned);
+  } catch (err) {
+    // Held there past the grace after a stop, or ended by the stop: the lease is handed back
+    // unfinished (renewals have stopped already). Any other error of a hook is the run's.
+    if (!deps.graceSignal?.aborted && !isStopAbort(err, deps.stopSignal)) throw err;
+    keeper.abandon(abandoned());
+    return none(await releaseJob(keeper, deps));
+  }
+  const result = handled.kind === 'returned' ? handled.result : undefined;
+  const wantNext = deps.wantNext?.() ?? false;
+  if (output === undefined) return finishJob(keeper, deps, result, recorded ?? NO_RESULT, wantNext);
+  return finishJob(keeper, deps, resultWithOutput(result, output), recorded ?? NO_RESULT, wantNext);
+}
+
+/**
+ * What a handler's end makes of the job: the failure to report (the handler threw, or returned a
+ * result the queue would refuse), or the size of the result as the finish carries it (with the
+ * output's path, when there is one). The result is checked to be a JSON value, then serialized
+ * once, to check it is within the queue's limits; its size then places the finish in a batch.
+ */
+function judged(
+  handled: Exclude<Handled, { kind: 'grace_over' }>,
+  output: string | undefined,
+): { failure?: string | undefined; recorded?: ResultSize | undefined } {
+  if (handled.kind === 'threw') return { failure: errorMessage(handled.error) };
+  const notJson = handled.result === undefined ? undefined : jsonValueProblem(handled.result, 'result');
+  if (notJson !== undefined) return { failure: `the handler returned a result that is not JSON: ${notJson}` };
+  const size = resultSize(handled.result);
+  if (size === undefined) return { failure: 'the handler returned a result that JSON.stringify could not serialize' };
   // With an output, the result becomes `{"value": result, "output": "…"}`: 20 bytes, 2 keys and
   // a level more, and the path.
-  const recorded: ResultSize | undefined =
-    size === undefined || output === undefined
+  const recorded: ResultSize =
+    output === undefined
       ? size
       : {
           bytes: size.bytes + Buffer.byteLength(JSON.stringify(output)) + 20,
@@ -131,23 +157,14 @@ async function runToEnd(keeper: LeaseKeeper, handler: Handler, deps: RunLeaseDep
           depth: size.depth + 1,
         };
   const failure =
-    handled.kind === 'threw'
-      ? errorMessage(handled.error)
-      : recorded === undefined
-        ? 'the handler returned a value that is not JSON'
-        : recorded.bytes > MAX_RESULT_BYTES
-          ? `the handler returned a result of ${recorded.bytes} bytes as JSON; a finish carries at most ${MAX_RESULT_BYTES} (the queue takes ${QUEUE_BODY_LIMIT_BYTES} bytes per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
-          : recorded.keys > MAX_RESULT_KEYS
-            ? `the handler returned a result of ${recorded.keys} object keys; a finish carries at most ${MAX_RESULT_KEYS} (the queue takes ${MAX_JSON_KEYS} keys per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
-            : recorded.depth > MAX_RESULT_DEPTH
-              ? `the handler returned a result nested ${recorded.depth} deep; a finish carries at most ${MAX_RESULT_DEPTH} (the queue takes ${MAX_JSON_DEPTH} levels per request)`
-              : undefined;
-  if (failure !== undefined) return none(await failJob(keeper, deps, failure.slice(0, MAX_ERROR_CHARS)));
-  await deps.options.hooks.beforeFinish?.(lease);
-  const result = handled.kind === 'returned' ? handled.result : undefined;
-  const wantNext = deps.wantNext?.() ?? false;
-  if (output === undefined) return finishJob(keeper, deps, result, recorded ?? NO_RESULT, wantNext);
-  return finishJob(keeper, deps, resultWithOutput(result, output), recorded ?? NO_RESULT, wantNext);
+    recorded.bytes > MAX_RESULT_BYTES
+      ? `the handler returned a result of ${recorded.bytes} bytes as JSON; a finish carries at most ${MAX_RESULT_BYTES} (the queue takes ${QUEUE_BODY_LIMIT_BYTES} bytes per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
+      : recorded.keys > MAX_RESULT_KEYS
+        ? `the handler returned a result of ${recorded.keys} object keys; a finish carries at most ${MAX_RESULT_KEYS} (the queue takes ${MAX_JSON_KEYS} keys per request): keep large outputs in ctx.outputDir() or elsewhere, and return where they are`
+        : recorded.depth > MAX_RESULT_DEPTH
+          ? `the handler returned a result nested ${recorded.depth} deep; a finish carries at most ${MAX_RESULT_DEPTH} (the queue takes ${MAX_JSON_DEPTH} levels per request)`
+          : undefined;
+  return { failure, recorded };
 }
 
 /**
@@ -209,6 +226,7 @@ class LeaseContext implements JobContext {
     private readonly keeper: LeaseKeeper,
     private readonly deps: RunLeaseDeps,
     private readonly generation: Generation,
+    private readonly abandoned: () => Error,
   ) {}
 
   get lease(): Lease {
@@ -224,7 +242,8 @@ class LeaseContext implements JobContext {
   }
 
   // Arrow properties: a handler may pass `ctx.send` on without its `this`.
-  readonly send = (effect?: number | EffectInput): Promise<SendOutcome> => sendEffect(this.keeper, this.deps, effect);
+  readonly send = (effect?: number | EffectInput): Promise<SendOutcome> =>
+    sendEffect(this.keeper, this.deps, effect, this.abandoned);
   readonly renew = (): Promise<Lease> => this.keeper.renew();
   readonly stage = (name: string): Promise<Lease> => this.keeper.renew(name);
   readonly outputDir = (): Promise<string> => this.generation.dir();
@@ -281,105 +300,15 @@ async function cleanupAfter(root: string, jobId: string, deps: RunLeaseDeps): Pr
   }
 }
 
-async function sendEffect(
-  keeper: LeaseKeeper,
-  deps: RunLeaseDeps,
-  input: number | EffectInput | undefined,
-): Promise<SendOutcome> {
-  checkEffectInput(input);
-  return keeper.send(async (signal) => {
-    const lease = keeper.lease;
-    const ref = { job: lease.id, token: lease.token };
-    const effect = effectOf(input, lease.qty);
-    await deps.options.hooks.beforeSend?.(lease);
-    try {
-      const sent = await deps.gateway.send(
-        { jobId: lease.id, owner: lease.owner, token: lease.token, ...effect },
-        { signal },
-      );
-      deps.emit({ event: 'sent', ...ref, ...effectRef(effect), outcome: sent.outcome, effectToken: sent.effect.token });
-      return sent;
-    } catch (err) {
-      if (signal.aborted && err === signal.reason) {
-        deps.emit({ event: 'send_failed', ...ref, code: 'aborted', error: `aborted: ${errorMessage(err)}` });
-        throw err;
-      }
-      const refusal = refusalOf(err);
-      if (err instanceof GatewayError && (refusal || err.status < 500)) {
-        deps.emit({
-          event: 'refused',
-          op: 'send',
-          ...ref,
-          status: err.status,
-          code: err.code,
-          ...(refusal ? { reason: refusal.reason } : {}),
-          ...(refusal?.current ? { current: refusal.current } : {}),
-          error: err.message,
-        });
-      } else {
-        deps.emit({
-          event: 'send_failed',
-          ...ref,
-          code: err instanceof GatewayError ? err.code : 'error',
-          error: errorMessage(err),
-        });
-      }
-      if (refusal) throw await keeper.refused(refusal, 'send');
-      throw err;
-    }
-  });
-}
-
-const EFFECT_INPUT_NAMES: OptionNames<EffectInput> = { to: true, key: true, qty: true, body: true };
-
-/**
- * Refuses what `ctx.send` cannot mean, before anything is sent: a misspelt field (`keyy`) would
- * otherwise be dropped and the job's default effect sent in its place, once and for good.
- */
-function checkEffectInput(input: unknown): void {
-  if (input === undefined || typeof input === 'number') return;
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new TypeError(`ctx.send takes a qty (a number) or {to?, key?, qty?, body?}, not ${describeValue(input)}.`);
-  }
-  checkOptionNames('ctx.send', input, EFFECT_INPUT_NAMES);
-}
-
-/**
- * What `ctx.send` was given, as the gateway's fields: a number is the default effect's qty; the
- * default effect (no key) carries the job's qty unless told otherwise; a keyed one only what it
- * was given. Fields left out stay out of the request.
- */
-function effectOf(input: number | EffectInput | undefined, jobQty: number): EffectInput {
-  if (input === undefined || typeof input === 'number') return { qty: input ?? jobQty };
-  const { to, key, qty, body } = input;
-  return {
-    ...(to !== undefined ? { to } : {}),
-    ...(key !== undefined ? { key } : {}),
-    ...(qty !== undefined ? { qty } : key === undefined ? { qty: jobQty } : {}),
-    ...(body !== undefined ? { body } : {}),
-  };
-}
-
-/** The effect's fields on the `sent` event: only those given (no body; it may be large). */
-function effectRef(effect: EffectInput): { to?: string; key?: string; qty?: number } {
-  return {
-    ...(effect.to !== undefined ? { to: effect.to } : {}),
-    ...(effect.key !== undefined ? { key: effect.key } : {}),
-    ...(effect.qty !== undefined ? { qty: effect.qty } : {}),
-  };
-}
-
 /** `value` serialized as JSON: its bytes, keys and depth (zeros for undefined: no result); undefined when it is not JSON. */
 function resultSize(value: unknown): ResultSize | undefined {
   if (value === undefined) return NO_RESULT;
-  let json: string | undefined;
+  let json: string;
   try {
-    // A value JSON.stringify leaves out (a function, a symbol) is sent as no result.
-    json = JSON.stringify(value) as string | undefined;
+    json = JSON.stringify(value);
   } catch {
     return undefined;
   }
-  if (json === undefined) return NO_RESULT;
   const bytes = Buffer.from(json);
   const { keys, depth } = scanJson(bytes);
   return { bytes: bytes.length, keys, depth };

@@ -23,11 +23,13 @@ import type { ClaimedLease, Handler, QueueApi } from './types.js';
 export interface RunOptions {
   /**
    * Abort to stop: no new claims; running handlers get `graceMs` to end by themselves, then
-   * their leases are released and their signals aborted.
+   * their leases are released and their signals aborted. A handler that ends sooner by throwing
+   * this signal's reason (or an AbortError it caused, as a wait given this signal throws) has its
+   * lease released at once, not failed.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Stop after this many claims (default: no limit). */
-  maxJobs?: number;
+  maxJobs?: number | undefined;
 }
 
 export interface WorkerSummary {
@@ -84,10 +86,12 @@ export class WorkerRun {
     const { parts, options } = this;
     const { leaseMs, heartbeatMs, pollMs, concurrency, prefetch, waitMs, graceMs } = parts.options;
     parts.emit({ event: 'started', leaseMs, heartbeatMs, pollMs, concurrency, prefetch, waitMs, graceMs });
-    const onAbort = () => this.stop.abort();
+    // The stop carries the caller's reason: a handler that ends by throwing it (or an AbortError it
+    // caused) gave its job up to the stop, and the job is released rather than failed.
+    const onAbort = () => this.stop.abort(options.signal?.reason);
     options.signal?.addEventListener('abort', onAbort, { once: true });
     this.stop.signal.addEventListener('abort', () => this.stopping(), { once: true });
-    if (options.signal?.aborted) this.stop.abort();
+    if (options.signal?.aborted) this.stop.abort(options.signal.reason);
     try {
       for (;;) {
         const changed = new Promise<void>((resolve) => (this.wake = resolve));

@@ -35,7 +35,11 @@ export interface EffectInput {
   key?: string | undefined;
   /** An integer >= 1; the default effect's defaults to the job's qty. */
   qty?: number | undefined;
-  /** Any JSON value (at most 64 KiB serialized), recorded with the effect. */
+  /**
+   * Any JSON value (at most 64 KiB serialized), recorded with the effect: null, a boolean, a
+   * finite number, a string, or arrays and plain objects of them (a property set to undefined is
+   * left out). Anything JSON would change (a function, NaN, a Date, a Map...) is refused.
+   */
   body?: unknown;
 }
 
@@ -47,7 +51,7 @@ export interface ClaimedLease {
    * When the answer arrived, for a claim that may have waited at the queue (long poll). A wait
    * of a heartbeat interval or more makes the worker renew before the handler starts.
    */
-  answeredAt?: number;
+  answeredAt?: number | undefined;
 }
 
 /** What a handler gets for one job. */
@@ -70,7 +74,8 @@ export interface JobContext {
    * `qty` and `body`. A handler may send several effects; each is fenced by this lease. Throws
    * LeaseLostError when the lease is lost or the gateway refuses it as stale; GatewayError for
    * anything else; before anything is sent, a RangeError for a field of another name and a
-   * TypeError for an argument that is neither a number nor an object.
+   * TypeError for an argument that is neither a number nor an object, or a `body` that is not a
+   * JSON value (the message says where in it).
    */
   send(effect?: number | EffectInput): Promise<SendOutcome>;
   /** Renews the lease now; throws LeaseLostError when that is refused or cannot succeed in time. */
@@ -108,7 +113,18 @@ export type JobOutcome =
  */
 export interface WorkerHooks {
   /** Inside `send`, after the lease was checked, before the request leaves. */
-  beforeSend?(lease: Lease): Promise<void> | void;
+  beforeSend?: ((lease: Lease, options: HookOptions) => Promise<void> | void) | undefined;
   /** After the handler returned and renewals stopped, before the finish. */
-  beforeFinish?(lease: Lease): Promise<void> | void;
+  beforeFinish?: ((lease: Lease, options: HookOptions) => Promise<void> | void) | undefined;
+}
+
+/** What a hook is called with besides the lease. */
+export interface HookOptions {
+  /**
+   * Aborted when the worker is told to stop (its run's signal, `close()`, `process()`'s
+   * `stopSignal`). A hook that waits should then end, throwing the signal's reason: the send or
+   * the finish is not made, and the lease is released at once. A hook that waits on regardless
+   * is given up when the grace after the stop is over, and the lease is released then.
+   */
+  signal: AbortSignal;
 }

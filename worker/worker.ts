@@ -69,12 +69,13 @@ export class Worker {
 
   /**
    * Runs one claimed job to its outcome: finished, failed, lost — or released, when
-   * `stopSignal` aborts (or close() is called) and the handler is still running `graceMs` later.
+   * `stopSignal` aborts (or close() is called) and the handler is still running `graceMs` later,
+   * or ends sooner by throwing the stop's reason (or an AbortError it caused).
    */
   async process(
     claimed: ClaimedLease,
     handler: Handler,
-    options: { stopSignal?: AbortSignal } = {},
+    options: { stopSignal?: AbortSignal | undefined } = {},
   ): Promise<JobOutcome> {
     if (typeof handler !== 'function') throw handlerProblem(handler);
     const problem = claimedProblem(claimed);

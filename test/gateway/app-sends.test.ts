@@ -6,8 +6,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { describe, expect, onTestFinished, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { parseMetrics } from '../helpers/metrics.js';
+import { collectWarnings } from '../helpers/warnings.js';
 import { expectError, setup, type Setup } from './setup.js';
 
 type Send = { jobId: string; owner: string; token: number; to?: string; key?: string; qty?: number; body?: unknown };
@@ -109,14 +110,7 @@ describe('POST /sends', () => {
   });
 
   test('a batch of 20 sends, checked, forwarded singly, in a batch and retried, adds no MaxListenersExceededWarning', async () => {
-    const warnings: string[] = [];
-    const onWarning = (warning: Error) => {
-      if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning.message);
-    };
-    process.on('warning', onWarning);
-    onTestFinished(() => {
-      process.off('warning', onWarning);
-    });
+    const warnings = collectWarnings('MaxListenersExceededWarning');
     const s = await setup();
     const batchOf = async (prefix: string) => {
       const sends: Send[] = [];

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { keepAliveAgent } from '../../platform/exchange.js';
 import { QueueClient, QueueError, startQueue, type QueueService } from '../../queue/index.js';
 import { holdWriteLock } from '../helpers/sqlite-lock.js';
+import { collectWarnings } from '../helpers/warnings.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const services: QueueService[] = [];
@@ -186,14 +187,7 @@ test("a per-call timeoutMs overrides the client's: queue_unavailable saying it t
 
 test('one signal passed to many calls leaves no listener behind and no MaxListenersExceededWarning', async () => {
   const { client } = await setup();
-  const warnings: string[] = [];
-  const onWarning = (warning: Error) => {
-    if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning.message);
-  };
-  process.on('warning', onWarning);
-  onTestFinished(() => {
-    process.off('warning', onWarning);
-  });
+  const warnings = collectWarnings('MaxListenersExceededWarning');
   const controller = new AbortController();
   const { signal } = controller;
 

@@ -85,3 +85,28 @@ test('a hold keeps its first caller until released and lets later callers pass',
   point.release();
   expect(order).toEqual(['second', 'first']);
 });
+
+test('a hold given a signal (as a worker gives its hooks) lets its caller go, failing with the reason, when it aborts', async () => {
+  const stopped = new Error('the worker stops');
+  const stop = new AbortController();
+  const point = hold();
+  const held = point.wait({ id: 'job-1' }, { signal: stop.signal }).then(
+    () => 'let go',
+    (err: unknown) => err,
+  );
+  await point.arrived;
+  stop.abort(stopped);
+  const late = new Promise((resolve) => setTimeout(() => resolve('still held 1 s after the abort'), 1_000));
+  expect(await Promise.race([held, late]), 'what the held caller got when the signal aborted').toBe(stopped);
+  // A later caller still passes, and a release after the abort changes nothing.
+  await point.wait({ id: 'job-1' }, { signal: stop.signal });
+  point.release();
+
+  const already = hold();
+  const underAborted = already.wait(AbortSignal.abort(stopped)).catch((err: unknown) => err);
+  expect(await Promise.race([underAborted, late]), 'held under a signal aborted already').toBe(stopped);
+  const released = hold();
+  const waiting = released.wait({ signal: new AbortController().signal });
+  released.release();
+  await expect(waiting).resolves.toBeUndefined();
+});

@@ -66,6 +66,15 @@ test('expectExactlyOnce lists each violation, job by job, expected beside actual
   ]);
 });
 
+test('an effect sent without qty is shown as having none, not qty undefined', async () => {
+  const system = await setup();
+  await system.receiver.record({ jobId: 'ghost', key: 'mail', body: { to: 'a@example.com' } }, { token: 7 });
+  const err = await rejection(system.expectExactlyOnce({ key: 'mail' }));
+  expect(err.message.split('\n')[1]).toBe(
+    '  job "ghost", effect "mail" (unknown_job): expected no effect (the queue has no such job); actual: an effect with no qty, token 7',
+  );
+});
+
 test('expectExactlyOnce names a token no claim issued', async () => {
   const system = await setup();
   await system.queue.enqueue({ id: 'order-1', qty: 2 });
@@ -139,4 +148,57 @@ test('the assertions refuse arguments they would otherwise ignore, naming them, 
   for (const [call, message] of calls) await expect(call()).rejects.toThrow(message);
   // The one job was left as it was.
   expect(await system.queue.get('order-1')).toMatchObject({ status: 'pending', attempts: 0, token: 0 });
+});
+
+test('a key no effect can have, or a timeoutMs of the wrong kind, is refused naming the value, not looked for', async () => {
+  const system = await setup();
+  await shipped(system, 'order-1', 2);
+  const long = 'x'.repeat(300);
+  const calls: Array<[() => Promise<unknown>, string, string]> = [
+    // Keys are 1–128 characters by the id rule: nothing could ever be found under this one, so it would pass.
+    [
+      () => system.expectNoEffect('order-1', { key: long }),
+      'RangeError',
+      'expectNoEffect: no effect can have the key "xxxxxxxxxxxxxxxxxxxx"… (300 characters): key must be at most 128 characters.',
+    ],
+    // The default effect has no key: '' quietly meant it.
+    [
+      () => system.expectNoEffect('order-1', { key: '' }),
+      'RangeError',
+      'expectNoEffect: no effect can have the key "": key must not be empty. The default effect has no key: name it with null.',
+    ],
+    [
+      () => system.expectExactlyOnce({ key: ['receipt', ''] }),
+      'RangeError',
+      'expectExactlyOnce: no effect can have the key "": key must not be empty. The default effect has no key: name it with null.',
+    ],
+    [
+      () => system.waitForEffect('order-1', { key: 'a\u0000b', timeoutMs: 10 }),
+      'RangeError',
+      'waitForEffect: no effect can have the key "a\\u0000b": key must not contain a NUL character.',
+    ],
+    [
+      () => system.waitForEffect('order-1', { timeoutMs: '50' as never }),
+      'TypeError',
+      'waitForEffect: timeoutMs must be a whole number of milliseconds, 0 or more, not "50".',
+    ],
+    [
+      () => system.waitForEffect('order-1', { timeoutMs: -1 }),
+      'RangeError',
+      'waitForEffect: timeoutMs must be a whole number of milliseconds, 0 or more, not -1.',
+    ],
+  ];
+  const refused = [];
+  for (const [call] of calls)
+    refused.push(
+      await call().then(
+        () => 'passed',
+        (err: unknown) => err,
+      ),
+    );
+  expect(refused.map((err) => (err instanceof Error ? [err.name, err.message] : [err]))).toEqual(
+    calls.map(([, name, message]) => [name, message]),
+  );
+  // The default effect, named by null, is still found.
+  await expect(system.waitForEffect('order-1', { key: null, timeoutMs: 0 })).resolves.toMatchObject({ qty: 2 });
 });

@@ -185,6 +185,17 @@ test('system.worker refuses an option name a worker does not take, naming the ca
   );
 });
 
+test("system.worker leaves out an option set to undefined: the system's own stays, its clock above all", async () => {
+  const system = await startSystem({ clock: 'manual' });
+  onTestFinished(() => system.close());
+  const worker = system.worker('w', { clock: undefined, queueUrl: undefined, apiKey: undefined, graceMs: undefined });
+  system.clock.advance(60_000);
+  expect(
+    { now: worker.options.clock.now(), queueUrl: worker.options.queueUrl.href, graceMs: worker.options.graceMs },
+    "the worker's clock, queue and grace",
+  ).toEqual({ now: system.clock.now(), queueUrl: `${system.urls.queue}/`, graceMs: 10_000 });
+});
+
 test('after close, the kit refuses its calls, saying the system is closed, instead of the parts failing on their own', async () => {
   const system = await startSystem({ downstreams: { mailer: 'stub' } });
   await system.close();

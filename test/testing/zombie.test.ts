@@ -99,6 +99,65 @@ test('prefetch under the manual clock: a waiting lease is renewed as the clock m
   }
 });
 
+// A test that fails between `stall.arrived` and `stall.release()` leaves its worker held in the
+// hook: the kit's close() in its afterAll must still return, not wait for a release that never comes.
+test('a zombie test that fails before its release(): close() returns at once, the held send never made', async () => {
+  const system = await startSystem({ clock: 'manual' });
+  let closing: Promise<void> | undefined;
+  try {
+    await system.queue.enqueue({ id: 'order-1', qty: 2 });
+    const stall = hold();
+    const a = system.worker('a', { hooks: { beforeSend: stall.wait } });
+    const first = a.claim().then((claimed) => a.process(claimed!, ship));
+    await stall.arrived;
+    system.clock.advance(30_000);
+    const b = system.worker('b');
+    expect((await b.process((await b.claim())!, ship)).status).toBe('finished');
+    // ...the test fails here, before stall.release(): what runs next is its afterAll.
+    closing = system.close();
+    const closed = await within(closing, 5_000);
+    expect(closed, "close() with a's send still held (the worker's graceMs is 10 s)").toBe(true);
+    expect(await first, 'the held worker, whose lease had run out').toMatchObject({ status: 'lost' });
+  } finally {
+    // Bounded, so that a close() that never returns fails this test instead of hanging the file.
+    await within(closing ?? system.close(), 5_000);
+  }
+});
+
+test.each(['beforeSend', 'beforeFinish'] as const)(
+  'a worker held in %s by hold() when it is closed: the hold ends, the lease is released at once',
+  async (hook) => {
+    const system = await startSystem({ clock: 'manual' });
+    try {
+      await system.queue.enqueue({ id: 'order-1', qty: 2 });
+      const stall = hold();
+      const a = system.worker('a', { hooks: { [hook]: stall.wait } });
+      const held = a.claim().then((claimed) => a.process(claimed!, ship));
+      await stall.arrived;
+      const started = Date.now();
+      expect(await within(a.close(), 5_000), 'close() returned (its graceMs is 10 s)').toBe(true);
+      expect(Date.now() - started, 'ms close() took').toBeLessThan(5_000);
+      expect(await held).toMatchObject({ status: 'released' });
+      // Back to pending at once, its attempt given back; the held send never left.
+      expect(await system.queue.get('order-1')).toMatchObject({ status: 'pending', attempts: 0, owner: null });
+      expect(await system.stub.journal()).toHaveLength(hook === 'beforeSend' ? 0 : 1);
+    } finally {
+      await within(system.close(), 5_000);
+    }
+  },
+);
+
+/** True when `promise` settles within `ms` of real time, false otherwise. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Polls `check` in real time until it holds; fails naming `what` after 10 s. */
 async function until(check: () => boolean, what: string): Promise<void> {
   const end = Date.now() + 10_000;

@@ -136,3 +136,66 @@ describe('ctx.send with several effects', () => {
     expect([await s.receiver.effects(), s.billing.requests, s.mail.requests]).toEqual([[], [], []]);
   });
 });
+
+describe('ctx.send with a body that is not a JSON value', () => {
+  // JSON.stringify would send each of these changed, without a word: the downstream would record
+  // what the handler never meant, for good.
+  test('is refused with a TypeError naming where in the body, and nothing is sent', async () => {
+    const s = await withDownstreams();
+    await s.client.enqueue({ id: 'order-6', qty: 1 });
+    const { worker } = s.worker({ gatewayUrl: s.gatewayUrl });
+    const cycle: Record<string, unknown> = { name: 'loop' };
+    cycle.self = cycle;
+    const bodies: Array<[unknown, string]> = [
+      [{ f: () => 1 }, 'body.f is a function, which JSON leaves out'],
+      [NaN, 'body is NaN, which JSON writes as null'],
+      [{ total: [1, -Infinity] }, 'body.total[1] is -Infinity, which JSON writes as null'],
+      [10n, 'body is a BigInt (10n), which JSON cannot hold: give it as a string or a number'],
+      [
+        { items: [{}, {}, { when: new Date(0) }] },
+        'body.items[2].when is a Date, which JSON writes as a string: give date.toISOString() or date.getTime()',
+      ],
+      [[1, undefined], 'body[1] is undefined, which JSON writes as null in an array'],
+      [{ 'two words': new Map() }, 'body["two words"] is a Map, not a plain object or an array'],
+      [new Set([1]), 'body is a Set, not a plain object or an array'],
+      [{ s: Symbol('s') }, 'body.s is a symbol, which JSON leaves out'],
+      [cycle, 'body.self is body again (a cycle), which JSON cannot hold'],
+    ];
+    const refusals: unknown[] = [];
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      for (const [body] of bodies) {
+        refusals.push(await ctx.send({ to: 'billing', key: 'charge', body }).catch((err: unknown) => err));
+      }
+      return 'checked';
+    });
+    expect(refusals.map((err) => [(err as Error).name, (err as Error).message])).toEqual(
+      bodies.map(([, where]) => ['TypeError', `ctx.send's body must be a JSON value, but ${where}. Nothing was sent.`]),
+    );
+    expect(outcome).toMatchObject({ status: 'finished', result: 'checked' });
+    expect(s.billing.requests, 'requests that reached the downstream').toEqual([]);
+  });
+
+  test('a JSON value is sent as it is; a property set to undefined is left out, as JSON leaves it', async () => {
+    const s = await withDownstreams();
+    await s.client.enqueue({ id: 'order-7', qty: 1 });
+    const { worker } = s.worker({ gatewayUrl: s.gatewayUrl });
+    const bare = Object.create(null) as Record<string, unknown>;
+    bare.plain = true;
+    const body = { note: undefined, lines: [null, -1.5, 'x', false, { n: 0 }], bare, shared: [bare, bare] };
+    const outcome = await worker.process((await worker.claim())!, async (ctx) => {
+      return (await ctx.send({ to: 'billing', key: 'charge', body })).outcome;
+    });
+    expect(outcome).toMatchObject({ status: 'finished', result: 'applied' });
+    expect(s.billing.requests.map((r) => r.body)).toEqual([
+      {
+        jobId: 'order-7',
+        key: 'charge',
+        body: {
+          lines: [null, -1.5, 'x', false, { n: 0 }],
+          bare: { plain: true },
+          shared: [{ plain: true }, { plain: true }],
+        },
+      },
+    ]);
+  });
+});

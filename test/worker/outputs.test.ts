@@ -24,6 +24,29 @@ describe('a result too large for the queue', () => {
   });
 });
 
+describe('a result that is not a JSON value', () => {
+  // Finished, it would be recorded changed: the function left out, the Date a string.
+  test.each([
+    [{ total: 3, format: () => 'x' }, 'result.format is a function, which JSON leaves out'],
+    [
+      { lines: [{ at: new Date(0) }] },
+      'result.lines[0].at is a Date, which JSON writes as a string: give date.toISOString() or date.getTime()',
+    ],
+    [{ ratio: NaN }, 'result.ratio is NaN, which JSON writes as null'],
+    [() => 'x', 'result is a function, which JSON leaves out'],
+  ])('%o fails the job at once, saying where, and no finish is sent', async (result, where) => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'odd', qty: 1 });
+    const { worker, events } = s.worker();
+
+    const outcome = await worker.process((await worker.claim())!, () => result);
+
+    expect(outcome).toMatchObject({ status: 'failed', job: { status: 'pending', attempts: 1 } });
+    expect((await s.client.get('odd'))?.lastError).toBe(`the handler returned a result that is not JSON: ${where}`);
+    expect(events.map((e) => e.event)).not.toContain('finished');
+  });
+});
+
 describe('a result with more keys or depth than the queue takes', () => {
   /** An object of `keys` keys, all at the top. */
   const keyed = (keys: number) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i]));

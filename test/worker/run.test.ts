@@ -1,8 +1,11 @@
 // The worker loop: claims until stopped, reports a timeline, waits out an empty queue, and on
 // stop gives the job in hand its grace time, then releases its lease so another worker can take it at once.
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
-import { createWorker, runWorker, type WorkerEvent } from '../../worker/index.js';
+import { createWorker, runWorker, WORKER_DEFAULTS, type WorkerEvent } from '../../worker/index.js';
+import { ROOT } from '../helpers/processes.js';
 import { eventually, setup, timeline } from './setup.js';
 
 /**
@@ -157,4 +160,62 @@ describe('runWorker', () => {
       await worker.close();
     }
   });
+
+  // process.env.X and `cond ? value : undefined` are how options are often given; under
+  // exactOptionalPropertyTypes an option typed `?: T` refuses them though the worker takes them.
+  test('every optional option takes undefined as left out, in its type and at run time', () => {
+    const source = `
+      import type { ClaimedLease, RunWorkerOptions, WorkerOptions } from '../../worker/index.js';
+      import type { System } from '../../testing/index.js';
+      declare const lease: ClaimedLease['lease'];
+      declare const system: System;
+      const options: WorkerOptions = {
+        queueUrl: 'http://127.0.0.1:4100', gatewayUrl: 'http://127.0.0.1:4200', name: 'w1', apiKey: undefined,
+        leaseMs: undefined, concurrency: undefined, prefetch: undefined, waitMs: undefined, pollMs: undefined,
+        graceMs: undefined, sendGraceMs: undefined, outputRoot: undefined, onEvent: undefined,
+        hooks: { beforeSend: undefined, beforeFinish: undefined }, clock: undefined, queue: undefined, gateway: undefined,
+      };
+      export const run: RunWorkerOptions = { ...options, hooks: undefined, handler: () => 1, signal: undefined, maxJobs: undefined };
+      export const claimed: ClaimedLease = { lease, claimedAt: 0, answeredAt: undefined };
+      export const kit = system.worker('w2', { queueUrl: undefined, clock: undefined, graceMs: undefined });
+    `;
+    expect(typeErrors(source, { exactOptionalPropertyTypes: true }), 'type errors').toEqual([]);
+
+    const worker = createWorker({
+      queueUrl: 'http://127.0.0.1:4100',
+      gatewayUrl: 'http://127.0.0.1:4200',
+      name: 'w1',
+      ...{ leaseMs: undefined, concurrency: undefined, prefetch: undefined, waitMs: undefined, pollMs: undefined },
+      ...{ graceMs: undefined, sendGraceMs: undefined, outputRoot: undefined, onEvent: undefined, hooks: undefined },
+      ...{ clock: undefined, queue: undefined, gateway: undefined, apiKey: undefined },
+    });
+    const { leaseMs, concurrency, prefetch, waitMs, pollMs, graceMs, outputRoot } = worker.options;
+    expect({ leaseMs, concurrency, prefetch, waitMs, pollMs, graceMs, outputRoot }).toEqual({
+      ...WORKER_DEFAULTS,
+      outputRoot: undefined,
+    });
+    void worker.close();
+  });
 });
+
+/** The type errors of `source`, checked as a file in this folder, with the project's options and `options`. */
+function typeErrors(source: string, options: ts.CompilerOptions): string[] {
+  const file = join(ROOT, 'test', 'worker', 'options-probe.ts');
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: () => {},
+    },
+  );
+  const compilerOptions = { ...config!.options, ...options, noEmit: true };
+  const host = ts.createCompilerHost(compilerOptions);
+  const { fileExists, readFile } = host;
+  host.fileExists = (name) => name === file || fileExists(name);
+  host.readFile = (name) => (name === file ? source : readFile(name));
+  const program = ts.createProgram([file], compilerOptions, host);
+  return ts
+    .getPreEmitDiagnostics(program, program.getSourceFile(file))
+    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+}

@@ -3,8 +3,8 @@
 // signals aborted; a handler that ignores its signal is left behind and can do nothing more.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
-import { runWorker, type JobContext, type WorkerEvent } from '../../worker/index.js';
-import { eventually, setup } from './setup.js';
+import { createWorker, runWorker, type JobContext, type WorkerEvent } from '../../worker/index.js';
+import { closeAfterTest, eventually, setup } from './setup.js';
 
 describe('stopping with jobs running', () => {
   test('a job that ends within graceMs finishes (claiming nothing more); the others are released at once, attempts given back', async () => {
@@ -112,6 +112,44 @@ describe('stopping with jobs running', () => {
     expect(events.map((e) => e.event)).toEqual(['started', 'stopping', 'claimed', 'released', 'stopped']);
     expect(await s.client.get('j')).toMatchObject({ status: 'pending', attempts: 0, token: 1 });
   });
+  test("a handler that ends by throwing the stop's abort is released at once, not failed: its attempt given back", async () => {
+    const s = await setup();
+    await s.client.enqueue({ id: 'waits', qty: 1 });
+    const events: WorkerEvent[] = [];
+    const stop = new AbortController();
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+
+    const summary = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      leaseMs: 900,
+      graceMs: 30_000,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      // Waits for something on the run's own signal: the wait ends with an AbortError caused by the stop.
+      handler: async () => {
+        started();
+        await sleep(60_000, undefined, { signal: stop.signal });
+        return 'never';
+      },
+    });
+    await running;
+    const stoppedAt = Date.now();
+    stop.abort();
+
+    expect(await summary).toEqual({ claimed: 1, finished: 0, failed: 0, lost: 0, released: 1 });
+    expect(Date.now() - stoppedAt, 'ms from the stop to the end of the run (graceMs is 30 s)').toBeLessThan(5_000);
+    expect(events.map((e) => e.event).filter((e) => e !== 'renewed')).toEqual([
+      'started',
+      'claimed',
+      'stopping',
+      'released',
+      'stopped',
+    ]);
+    expect(await s.client.get('waits')).toMatchObject({ status: 'pending', attempts: 0, lastError: null });
+  });
 });
 
 describe('close() with a job that process() is running', () => {
@@ -137,6 +175,50 @@ describe('close() with a job that process() is running', () => {
     expect(events.some((e) => e.event === 'released' && 'job' in e && e.job === 'held')).toBe(true);
     expect(await s.client.get('held')).toMatchObject({ status: 'pending', owner: null });
   });
+
+  // A hook that never returns, and ignores the signal it is given: the stop does not wait for it.
+  test.each(['beforeSend', 'beforeFinish'] as const)(
+    'a job held in a %s hook that ignores its signal: released after graceMs, and close() returns',
+    async (hook) => {
+      const s = await setup();
+      await s.client.enqueue({ id: 'stuck', qty: 1 });
+      let arrived!: () => void;
+      const inHook = new Promise<void>((resolve) => (arrived = resolve));
+      const events: WorkerEvent[] = [];
+      const worker = createWorker({
+        queueUrl: s.queue.url,
+        gatewayUrl: s.gateway.url,
+        name: 'w1',
+        leaseMs: 60_000,
+        graceMs: 300,
+        onEvent: (e) => events.push(e),
+        hooks: {
+          [hook]: () => {
+            arrived();
+            return new Promise<void>(() => {});
+          },
+        },
+      });
+      // Not s.worker(): a close() that never returns must fail this test, not hang the cleanup.
+      closeAfterTest(() => Promise.race([worker.close(), sleep(1_000)]));
+      const outcome = worker.process((await worker.claim())!, async (ctx) => {
+        await ctx.send();
+        return 'sent';
+      });
+      await inHook;
+      const closedAt = Date.now();
+      const closed = await Promise.race([
+        worker.close().then(() => 'closed'),
+        sleep(5_000).then(() => 'still closing after 5 s'),
+      ]);
+      expect(closed, 'close() with the hook still waiting').toBe('closed');
+      expect(Date.now() - closedAt, 'close() gave the job graceMs').toBeGreaterThanOrEqual(290);
+      await expect(outcome).resolves.toMatchObject({ status: 'released' });
+      expect(events.filter((e) => e.event === 'released').map((e) => ('job' in e ? e.job : ''))).toEqual(['stuck']);
+      expect(await s.client.get('stuck')).toMatchObject({ status: 'pending', attempts: 0, owner: null });
+      expect(await s.receiver.journal()).toHaveLength(hook === 'beforeSend' ? 0 : 1);
+    },
+  );
 
   test('process() refuses what claim() did not answer, naming it, before anything runs', async () => {
     const s = await setup();

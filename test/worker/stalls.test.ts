@@ -18,6 +18,8 @@ const lease: Lease = {
   deadline: null,
 };
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** What the worker gives its hooks besides the lease: a stop that never comes. */
+const noStop = { signal: new AbortController().signal };
 
 function stalls(beforeSend: number[]) {
   const lines: StalledEvent[] = [];
@@ -43,9 +45,9 @@ function stalls(beforeSend: number[]) {
 
 test('two sends started at once share one pause, announced once both wait in it', async () => {
   const { hooks, lines } = stalls([1]);
-  const first = hooks.beforeSend!(lease);
+  const first = hooks.beforeSend!(lease, noStop);
   expect(lines, 'no stalled line while the handler is still starting its sends').toEqual([]);
-  const second = hooks.beforeSend!(lease);
+  const second = hooks.beforeSend!(lease, noStop);
   expect(second, 'the second send waits in the same pause').toBe(first);
   expect(lines).toEqual([]);
   await nextTurn();
@@ -56,6 +58,6 @@ test('two sends started at once share one pause, announced once both wait in it'
 
 test('a lease not asked for is not stalled', () => {
   const { hooks, lines } = stalls([2]);
-  expect(hooks.beforeSend!(lease)).toBeUndefined();
+  expect(hooks.beforeSend!(lease, noStop)).toBeUndefined();
   expect(lines).toEqual([]);
 });
