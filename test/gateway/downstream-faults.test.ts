@@ -11,13 +11,23 @@ import { interceptDownstreams } from './nock.js';
 
 interceptDownstreams();
 
-/** A port nothing listens on: taken, then released. */
+/**
+ * A port nothing listens on: taken, then released. It is chosen below Linux's ephemeral range
+ * (32768 up), where the servers other tests start on port 0 never land: a port 0 had given could
+ * be given again to one of them meanwhile, which then answered as the "down" downstream.
+ */
 async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const server = createServer();
+    const taken = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (!taken) continue;
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
 }
 
 describe('several downstreams, one faulty', () => {
