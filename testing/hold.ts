@@ -2,6 +2,7 @@
 // `wait` is held there, the test learns it arrived, does what it wants meanwhile, then releases it.
 // A worker's hook is also let go, failing, when the worker stops: a test that fails before its
 // release() still closes.
+import { unlessAborted } from '../platform/abort.js';
 
 export interface Hold {
   /**
@@ -31,18 +32,8 @@ export function hold(): Hold {
       taken = true;
       arrive();
       const signal = signalIn(args);
-      if (!signal) return released;
-      return new Promise<void>((resolve, reject) => {
-        const onAbort = () => reject(signal.reason);
-        if (signal.aborted) {
-          onAbort();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-        void released.then(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        });
+      return unlessAborted(released, signal, () => {
+        throw signal!.reason;
       });
     },
     arrived,

@@ -2,6 +2,7 @@
 // waits (the test kit's hold()) can end its wait when the worker stops; and none is waited on past
 // the grace after a stop, so a hook that never returns cannot keep a stopping worker from handing
 // its lease back.
+import { unlessAborted } from '../platform/abort.js';
 import type { Lease } from '../queue/types.js';
 import type { WorkerHooks } from './types.js';
 
@@ -31,22 +32,12 @@ export function runHook(
   const wait = Promise.resolve(returned);
   // A hook with nothing to wait for (it returned no promise) is not cut short.
   if (!grace || returned === undefined) return wait;
-  return new Promise((resolve, reject) => {
-    const onGraceOver = () => reject(abandoned());
-    // Called once the grace is over already: a hook that settles at once still counts.
-    if (grace.aborted) setImmediate(onGraceOver);
-    else grace.addEventListener('abort', onGraceOver, { once: true });
-    wait.then(
-      () => {
-        grace.removeEventListener('abort', onGraceOver);
-        resolve();
-      },
-      (err: unknown) => {
-        grace.removeEventListener('abort', onGraceOver);
-        reject(err);
-      },
-    );
-  });
+  const giveUp = (): void => {
+    throw abandoned();
+  };
+  // Called once the grace is over already: a hook that settles at once still counts.
+  if (grace.aborted) return Promise.race([wait, new Promise<void>((resolve) => setImmediate(resolve)).then(giveUp)]);
+  return unlessAborted(wait, grace, giveUp);
 }
 
 /**

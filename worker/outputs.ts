@@ -2,8 +2,7 @@
 // one job never share a path; the finish records which generation won, and generations that can
 // no longer win are removed, judged from the queue's current row — never from a worker's memory.
 import { randomUUID } from 'node:crypto';
-import { readdir, rename, rm } from 'node:fs/promises';
-import { makeDirectory } from '../platform/directories.js';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Lease } from '../queue/types.js';
 import { generationPath, jobFolderName, orphanGenerations } from './rules.js';
@@ -12,7 +11,7 @@ import type { QueueApi } from './types.js';
 /** `<root>/<job>/<token>/` for this lease, created when missing; its absolute path. */
 export async function outputDir(root: string, lease: Pick<Lease, 'id' | 'token'>): Promise<string> {
   const dir = join(root, generationPath(lease.id, lease.token));
-  makeDirectory(dir);
+  await mkdir(dir, { recursive: true });
   return dir;
 }
 

@@ -9,6 +9,7 @@ import type { LeaseLostError } from './errors.js';
 import type { WorkerEventBody } from './events.js';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, scanJson } from '../platform/json-limits.js';
 import { QUEUE_BODY_LIMIT_BYTES, type FinishCoalescer, type ResultSize } from './finish-batch.js';
+import { unlessAborted } from '../platform/abort.js';
 import { isStopAbort, runHook } from './hooks.js';
 import { jsonValueProblem } from './json-value.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -207,17 +208,8 @@ function untilGraceOver(handler: Handler, ctx: JobContext, grace: AbortSignal | 
     (result): Handled => ({ kind: 'returned', result }),
     (error: unknown): Handled => ({ kind: 'threw', error }),
   );
-  if (!grace) return work;
-  return new Promise((resolve) => {
-    // A handler that ignores its signal runs on; nothing it does under the released token counts.
-    const onGraceOver = () => resolve({ kind: 'grace_over' });
-    if (grace.aborted) onGraceOver();
-    else grace.addEventListener('abort', onGraceOver, { once: true });
-    void work.then((handled) => {
-      grace.removeEventListener('abort', onGraceOver);
-      resolve(handled);
-    });
-  });
+  // A handler that ignores its signal runs on; nothing it does under the released token counts.
+  return unlessAborted(work, grace, (): Handled => ({ kind: 'grace_over' }));
 }
 
 /** What the handler gets: its getters on the prototype, so each job's context is one small object. */
