@@ -342,11 +342,10 @@ export function checkDatabaseFlags(command: Command, flags: { db: string; journa
   }
 }
 
-/** Where `--db`'s value came from: the flag, LEASEHOLD_DB, or DATABASE_URL standing in for the default. */
+/** Where `--db`'s value came from: as flagNamesOf names it, or DATABASE_URL standing in for the default. */
 function dbNameOf(command: Command): string {
-  const source = command.getOptionValueSource('db');
-  if (source === 'env') return envVariable('--db');
-  return source === 'default' && process.env.DATABASE_URL ? 'DATABASE_URL' : '--db';
+  if (command.getOptionValueSource('db') === 'default' && process.env.DATABASE_URL) return 'DATABASE_URL';
+  return flagNamesOf(command).db ?? '--db';
 }
 
 /** `--api-key`: the key a service requires (queue, gateway), or a client presents (worker, gateway). */

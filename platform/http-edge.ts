@@ -107,7 +107,7 @@ function bodyParserFailure(err: unknown): EdgeFailure | undefined {
         message:
           kind === undefined
             ? 'The request body is not valid JSON; send a JSON object.'
-            : `The request body is JSON, but ${kind} rather than an object; send a JSON object.`,
+            : notAnObject('request body', kind),
         details: {},
       };
     }
@@ -187,11 +187,7 @@ export function parseWith<T extends z.ZodType>(
   if (result.success) return result.data;
   // An array where an object was expected is said as a scalar there is (bodyParserFailure).
   if (Array.isArray(given) && result.error.issues.some((issue) => issue.path.length === 0)) {
-    throw make({
-      code: 'invalid_request',
-      message: `The ${what} is JSON, but an array rather than an object; send a JSON object.`,
-      details: {},
-    });
+    throw make({ code: 'invalid_request', message: notAnObject(what, 'an array'), details: {} });
   }
   const issues: Issue[] = result.error.issues.map((issue) => {
     const path = issue.path.map(String).join('.');
@@ -203,6 +199,11 @@ export function parseWith<T extends z.ZodType>(
   // field's own maximum): each is said once.
   const distinct = [...new Map(issues.map((issue) => [`${issue.path}\n${issue.message}`, issue])).values()];
   throw invalid(what, distinct, make);
+}
+
+/** The refusal of JSON that is not an object at the top (`kind`: `an array`, `a number`...). */
+function notAnObject(what: string, kind: string): string {
+  return `The ${what} is JSON, but ${kind} rather than an object; send a JSON object.`;
 }
 
 /** One 400 naming every issue of `what` (the request body, the query string...). */

@@ -11,19 +11,34 @@ const MAX_LEASE_MS = 7 * 24 * 60 * 60 * 1000;
 
 const name = (what: string) => idSchema(what);
 
+interface IntegerRange {
+  /** Default: the least safe integer. */
+  min?: number;
+  /** Default: the greatest safe integer, 2^53 - 1. */
+  max?: number;
+  /** Default: "<what> must be at least <min>". */
+  below?: string;
+  /** Default: "<what> must be at most <max>". */
+  above?: string;
+  /** Default: "<what> must be an integer". */
+  notInteger?: string;
+}
+
 /**
- * zod's int(), whose messages are `message` for a value that is not an integer, and the field's
- * own bounds for a whole number beyond 2^53 - 1 either way (JSON can carry one, JavaScript cannot
- * hold it exactly): zod refuses those before any min() or max() and would say "not an integer".
+ * zod's int() from `min` to `max`, each refusal in the field's own words. A whole number beyond
+ * 2^53 - 1 (JSON can carry one, JavaScript cannot hold it exactly) is refused by zod before any
+ * min() or max(), and would be said to be "not an integer": it is said to be out of range.
  */
-const integer = (message: string, bounds: { below: string; above: string }) =>
-  z.int({
-    error: (issue) => (issue.code === 'too_big' ? bounds.above : issue.code === 'too_small' ? bounds.below : message),
-  });
-const safeBounds = (what: string) => ({
-  below: `${what} must be at least ${Number.MIN_SAFE_INTEGER}`,
-  above: `${what} must be at most ${Number.MAX_SAFE_INTEGER}`,
-});
+function integer(what: string, range: IntegerRange = {}) {
+  const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER } = range;
+  const below = range.below ?? `${what} must be at least ${min}`;
+  const above = range.above ?? `${what} must be at most ${max}`;
+  const notInteger = range.notInteger ?? `${what} must be an integer`;
+  return z
+    .int({ error: (issue) => (issue.code === 'too_big' ? above : issue.code === 'too_small' ? below : notInteger) })
+    .min(min, below)
+    .max(max, above);
+}
 
 /**
  * The longest relative time (`deadlineMs`, `retryInMs`): 100 years. Added to any time a clock
@@ -31,11 +46,13 @@ const safeBounds = (what: string) => ({
  * queue computes is always a safe integer.
  */
 export const MAX_OFFSET_MS = 100 * 365.25 * 24 * 60 * 60 * 1000;
-const offsetMs = (what: string, min: number) => {
-  const below = `${what} must be ${min === 0 ? '>= 0' : `at least ${min}`}`;
-  const above = `${what} must be at most ${MAX_OFFSET_MS} (100 years)`;
-  return integer(`${what} must be an integer`, { below, above }).min(min, below).max(MAX_OFFSET_MS, above);
-};
+const offsetMs = (what: string, min: number) =>
+  integer(what, {
+    min,
+    max: MAX_OFFSET_MS,
+    ...(min === 0 ? { below: `${what} must be >= 0` } : {}),
+    above: `${what} must be at most ${MAX_OFFSET_MS} (100 years)`,
+  });
 
 /** Free text, kept as sent except that what no store can keep (NUL, a lone surrogate) becomes U+FFFD. */
 const text = (field: string, description: string, maxLength: number) =>
@@ -44,50 +61,34 @@ const text = (field: string, description: string, maxLength: number) =>
     .max(maxLength, `${field} must be at most ${maxLength} characters`)
     .overwrite(storableText);
 const epochMs = (what: string) =>
-  integer(`${what} must be an integer (epoch milliseconds)`, {
-    ...safeBounds(what),
+  integer(what, {
+    min: 0,
     below: `${what} must be >= 0`,
-  }).min(0, `${what} must be >= 0`);
-const token = integer('token must be an integer', { ...safeBounds('token'), below: 'token must be >= 1' }).min(
-  1,
-  'token must be >= 1',
-);
-const leaseMsBounds = {
-  below: 'leaseMs must be at least 1',
+    notInteger: `${what} must be an integer (epoch milliseconds)`,
+  });
+const token = integer('token', { min: 1, below: 'token must be >= 1' });
+const leaseMs = integer('leaseMs', {
+  min: 1,
+  max: MAX_LEASE_MS,
   above: `leaseMs must be at most ${MAX_LEASE_MS} (7 days)`,
-};
-const leaseMs = integer('leaseMs must be an integer number of milliseconds', leaseMsBounds)
-  .min(1, leaseMsBounds.below)
-  .max(MAX_LEASE_MS, leaseMsBounds.above);
-const maxAttemptsBounds = { below: 'maxAttempts must be at least 1', above: 'maxAttempts must be at most 1000' };
-const maxAttempts = integer('maxAttempts must be an integer', maxAttemptsBounds)
-  .min(1, maxAttemptsBounds.below)
-  .max(1000, maxAttemptsBounds.above);
+  notInteger: 'leaseMs must be an integer number of milliseconds',
+});
+const maxAttempts = integer('maxAttempts', { min: 1, max: 1000 });
 
 /** The range of `priority`: PostgreSQL's `integer`, the column it is kept in. */
 export const PRIORITY_MIN = -(2 ** 31);
 export const PRIORITY_MAX = 2 ** 31 - 1;
-const PRIORITY_BOUNDS = {
-  below: `priority must be at least ${PRIORITY_MIN}`,
-  above: `priority must be at most ${PRIORITY_MAX}`,
-};
 
 export const enqueueBody = z.strictObject({
   id: name('id').optional(),
-  qty: integer('qty must be an integer', { ...safeBounds('qty'), below: 'qty must be a positive integer' }).min(
-    1,
-    'qty must be a positive integer',
-  ),
+  qty: integer('qty', { min: 1, below: 'qty must be a positive integer' }),
   payload: z.json().optional(),
   deadline: epochMs('deadline').optional(),
   deadlineMs: offsetMs('deadlineMs', 1).optional(),
   maxAttempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   runAt: epochMs('runAt').optional(),
   // PostgreSQL keeps it as an integer of 32 bits; SQLite is held to the same range.
-  priority: integer('priority must be an integer', PRIORITY_BOUNDS)
-    .min(PRIORITY_MIN, PRIORITY_BOUNDS.below)
-    .max(PRIORITY_MAX, PRIORITY_BOUNDS.above)
-    .default(0),
+  priority: integer('priority', { min: PRIORITY_MIN, max: PRIORITY_MAX }).default(0),
 });
 
 export const MAX_CLAIM_BATCH = 100;
@@ -97,21 +98,15 @@ export const claimBody = z.strictObject({
   owner: name('owner'),
   leaseMs: leaseMs.default(DEFAULT_LEASE_MS),
   /** With `max`, the answer is `{leases}`: between 1 and `max` of them. */
-  max: integer('max must be an integer', {
-    below: 'max must be at least 1',
-    above: `max must be at most ${MAX_CLAIM_BATCH}`,
-  })
-    .min(1, 'max must be at least 1')
-    .max(MAX_CLAIM_BATCH, `max must be at most ${MAX_CLAIM_BATCH}`)
-    .optional(),
+  max: integer('max', { min: 1, max: MAX_CLAIM_BATCH }).optional(),
   /** Long poll: wait up to this long for a job to become claimable before answering 204. */
-  waitMs: integer('waitMs must be an integer number of milliseconds', {
+  waitMs: integer('waitMs', {
+    min: 0,
+    max: MAX_CLAIM_WAIT_MS,
     below: 'waitMs must be >= 0',
     above: `waitMs must be at most ${MAX_CLAIM_WAIT_MS} (30 s)`,
-  })
-    .min(0, 'waitMs must be >= 0')
-    .max(MAX_CLAIM_WAIT_MS, `waitMs must be at most ${MAX_CLAIM_WAIT_MS} (30 s)`)
-    .default(0),
+    notInteger: 'waitMs must be an integer number of milliseconds',
+  }).default(0),
 });
 
 export const heartbeatBody = z.strictObject({ owner: name('owner'), token, leaseMs: leaseMs.optional() });
@@ -197,11 +192,7 @@ export const listQuery = z.strictObject(
       .enum(['pending', 'leased', 'done', 'dead'], { error: 'status must be pending, leased, done or dead' })
       .optional(),
     limit: queryInteger('limit')
-      .pipe(
-        integer('limit must be an integer', { below: 'limit must be at least 1', above: 'limit must be at most 1000' })
-          .min(1, 'limit must be at least 1')
-          .max(1000, 'limit must be at most 1000'),
-      )
+      .pipe(integer('limit', { min: 1, max: 1000 }))
       .default(100),
     /** Pages on after this job (the `next` of the previous page), in order of enqueue. */
     after: name('after').optional(),
