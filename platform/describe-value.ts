@@ -21,3 +21,14 @@ export function describeValue(value: unknown): string {
   if (text !== undefined && text.length <= 60) return text;
   return Array.isArray(value) ? 'an array' : 'an object';
 }
+
+/**
+ * A wait of whole milliseconds, 0 or more, named `name` (`waitForEffect: timeoutMs`): a value of
+ * another kind is a TypeError that quotes it, a number out of range a RangeError.
+ */
+export function checkWaitMs(name: string, value: unknown): number {
+  const rule = `${name} must be a whole number of milliseconds, 0 or more`;
+  if (typeof value !== 'number') throw new TypeError(`${rule}, not ${describeValue(value)}.`);
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${rule}, not ${String(value)}.`);
+  return value;
+}

@@ -19,7 +19,7 @@ import {
 } from '../platform/listen.js';
 import { checkClock } from '../platform/clock.js';
 import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
-import { checkJobIdArgument, describeValue } from '../platform/describe-value.js';
+import { checkJobIdArgument, checkWaitMs, describeValue } from '../platform/describe-value.js';
 import type { Clock, Effect } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
 import { retainJournal } from './retention.js';
@@ -237,9 +237,7 @@ async function waitForEffect(
   wanted: { jobId: string; key: string | undefined },
   timeoutMs: number,
 ): Promise<Effect> {
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) {
-    throw new RangeError(`timeoutMs must be a whole number of milliseconds, not ${String(timeoutMs)}.`);
-  }
+  checkWaitMs('timeoutMs', timeoutMs);
   const { jobId, key } = wanted;
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -3,7 +3,7 @@
 // its first request, far from the mistake (a clock that is not one), or quietly runs a different
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
 
-import { describeValue } from '../platform/describe-value.js';
+import { checkWaitMs, describeValue } from '../platform/describe-value.js';
 import { idProblem, MAX_KEY_LENGTH } from '../platform/ids.js';
 import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption } from '../platform/postgres.js';
@@ -84,7 +84,8 @@ export function checkChoice(method: string, choice: unknown, also: readonly stri
   for (const one of Array.isArray(key) ? (key as unknown[]) : [key]) {
     if (typeof one === 'string') checkKey(method, one);
   }
-  if (also.includes('timeoutMs')) checkTimeoutMs(method, choice.timeoutMs);
+  if (also.includes('timeoutMs') && choice.timeoutMs !== undefined)
+    checkWaitMs(`${method}: timeoutMs`, choice.timeoutMs);
 }
 
 /**
@@ -96,14 +97,6 @@ function checkKey(method: string, key: string): void {
   if (problem === undefined) return;
   const hint = key === '' ? ' The default effect has no key: name it with null.' : '';
   throw new RangeError(`${method}: no effect can have the key ${shortly(key)}: ${problem}.${hint}`);
-}
-
-/** A wait in whole milliseconds, 0 or more; a value of another kind is a TypeError quoting it. */
-function checkTimeoutMs(method: string, timeoutMs: unknown): void {
-  if (timeoutMs === undefined) return;
-  const rule = `${method}: timeoutMs must be a whole number of milliseconds, 0 or more`;
-  if (typeof timeoutMs !== 'number') throw new TypeError(`${rule}, not ${describeValue(timeoutMs)}.`);
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`${rule}, not ${String(timeoutMs)}.`);
 }
 
 /** A string as a message quotes it: whole when short, its start and its length when long. */

@@ -30,6 +30,10 @@ test('waitForEffect rejects after its timeout, naming the effects there are', as
   );
   expect(Date.now() - started).toBeGreaterThanOrEqual(100);
   await expect(receiver.waitForEffect('job-9', { timeoutMs: -1 })).rejects.toThrow(RangeError);
+  // A timeoutMs of another kind is a TypeError that quotes it, as the test kit's waitForEffect says.
+  await expect(receiver.waitForEffect('job-9', { timeoutMs: '50' as unknown as number })).rejects.toThrow(
+    new TypeError('timeoutMs must be a whole number of milliseconds, 0 or more, not "50".'),
+  );
 });
 
 test('effect and waitForEffect refuse a job id that is not a string, naming the call', async () => {
