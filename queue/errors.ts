@@ -77,10 +77,20 @@ function staleMessage(id: string, reason: StaleReason, expected: Presented, curr
   if (reason === 'token_mismatch' && expected.token > current.token) {
     return `Lease on job "${id}" is not current: token ${expected.token} was never issued for this job (its latest token is ${current.token}). Presented ${asked}; the job has ${now}. Check the token the caller kept: send the one its claim returned.`;
   }
-  // A job past its deadline is not claimable again: claiming again would find nothing of it.
-  const then =
-    reason === 'deadline_passed' ? 'Stop working on it; it will not run again.' : 'Stop working on it and claim again.';
-  return `Lease on job "${id}" is not current: ${why[reason]}. Presented ${asked}; the job has ${now}. ${then}`;
+  return `Lease on job "${id}" is not current: ${why[reason]}. Presented ${asked}; the job has ${now}. ${nextStep(reason, current)}`;
+}
+
+/**
+ * What the refused caller does next. "Claim again" only where a claim may bring this job or
+ * another: a job done, dead or past its deadline will not run again, and a claim would find
+ * nothing of it.
+ */
+function nextStep(reason: StaleReason, current: CurrentLease): string {
+  if (reason === 'deadline_passed') return 'Stop working on it; it will not run again.';
+  if (current.status === 'done') return 'Stop working on it; it is done, under another lease, and will not run again.';
+  if (current.status === 'dead')
+    return 'Stop working on it; it is dead (cancelled or quarantined) and will not run again unless an operator retries it.';
+  return 'Stop working on it and claim again.';
 }
 
 export function unknownJobError(id: string): QueueError {
