@@ -19,7 +19,7 @@ import {
 } from '../platform/listen.js';
 import { checkClock } from '../platform/clock.js';
 import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
-import { checkJobIdArgument, checkWaitMs, describeValue } from '../platform/describe-value.js';
+import { checkEffectKeyArgument, checkJobIdArgument, checkWaitMs, describeValue } from '../platform/describe-value.js';
 import type { Clock, Effect } from './rules.js';
 import type { EffectStore, JournalEntry, Totals } from './store.js';
 import { retainJournal } from './retention.js';
@@ -201,6 +201,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     },
     effect: async (jobId, key) => {
       checkJobIdArgument('effect', jobId);
+      checkKeyArgument('effect', key);
       return store.getEffect(jobId, key);
     },
     totals: () => store.totals(),
@@ -208,6 +209,7 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     waitForEffect: async (jobId, waitOptions) => {
       checkJobIdArgument('waitForEffect', jobId);
       checkOptionNames('waitForEffect', waitOptions, { timeoutMs: true, key: true });
+      checkKeyArgument('waitForEffect', waitOptions?.key);
       return waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000);
     },
     reset: async () => {
@@ -255,4 +257,15 @@ async function waitForEffect(
     }
     await new Promise((resolve) => setTimeout(resolve, EFFECT_POLL_MS));
   }
+}
+
+/** A key read from the handle: left out for the job's default effect, else one some effect could have. */
+function checkKeyArgument(method: string, key: unknown): void {
+  if (key === undefined) return;
+  if (typeof key !== 'string') {
+    throw new TypeError(
+      `${method}: key must be an effect's key, a string, or left out for the default effect; not ${describeValue(key)}.`,
+    );
+  }
+  checkEffectKeyArgument(method, key, 'leave key out');
 }

@@ -3,8 +3,7 @@
 // its first request, far from the mistake (a clock that is not one), or quietly runs a different
 // test than the one written (a misspelt `clok: 'manual'` on the real clock).
 
-import { checkWaitMs, describeValue } from '../platform/describe-value.js';
-import { idProblem, MAX_KEY_LENGTH } from '../platform/ids.js';
+import { checkEffectKeyArgument, checkWaitMs, describeValue } from '../platform/describe-value.js';
 import { checkOptionNames, type OptionNames } from '../platform/option-names.js';
 import { checkDbOption } from '../platform/postgres.js';
 import type { DownstreamOption, SystemOptions } from './system.js';
@@ -82,24 +81,8 @@ export function checkChoice(method: string, choice: unknown, also: readonly stri
     );
   }
   for (const one of Array.isArray(key) ? (key as unknown[]) : [key]) {
-    if (typeof one === 'string') checkKey(method, one);
+    if (typeof one === 'string') checkEffectKeyArgument(method, one, 'name it with null');
   }
   if (also.includes('timeoutMs') && choice.timeoutMs !== undefined)
     checkWaitMs(`${method}: timeoutMs`, choice.timeoutMs);
-}
-
-/**
- * A key some effect could have, by the gateway's and the receiver's rule for keys: the id rule, at
- * most 128 characters. The empty string is not the default effect's key: that one has none.
- */
-function checkKey(method: string, key: string): void {
-  const problem = idProblem(key, 'key', MAX_KEY_LENGTH);
-  if (problem === undefined) return;
-  const hint = key === '' ? ' The default effect has no key: name it with null.' : '';
-  throw new RangeError(`${method}: no effect can have the key ${shortly(key)}: ${problem}.${hint}`);
-}
-
-/** A string as a message quotes it: whole when short, its start and its length when long. */
-function shortly(text: string): string {
-  return text.length <= 40 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 20))}… (${text.length} characters)`;
 }

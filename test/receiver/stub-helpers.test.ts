@@ -46,6 +46,23 @@ test('effect and waitForEffect refuse a job id that is not a string, naming the 
   );
 });
 
+// A read under a key no effect can have would find nothing whatever was sent; '' is not the
+// default effect's key, which has none.
+test('effect and waitForEffect refuse a key no effect can have, and the empty one', async () => {
+  const { receiver, client } = await stub();
+  await client.record({ jobId: 'job-1', qty: 4 }, { token: 2 });
+  await expect(receiver.effect('job-1', '')).rejects.toThrow(
+    new RangeError(
+      'effect: no effect can have the key "": key must not be empty. The default effect has no key: leave key out.',
+    ),
+  );
+  await expect(receiver.waitForEffect('job-1', { key: 'x'.repeat(129), timeoutMs: 50 })).rejects.toThrow(RangeError);
+  await expect(receiver.effect('job-1', 7 as never)).rejects.toThrow(
+    new TypeError("effect: key must be an effect's key, a string, or left out for the default effect; not 7."),
+  );
+  expect((await receiver.effect('job-1'))?.qty, 'the default effect, key left out').toBe(4);
+});
+
 // A misspelt option would otherwise make the test wait on the default, or read every job's effects.
 test('waitForEffect, effects and close refuse an option they do not take, naming the one meant', async () => {
   const { receiver } = await stub();
