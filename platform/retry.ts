@@ -9,7 +9,7 @@ export interface RetryOptions {
   /** The first wait (default 2 ms), doubling up to `maxDelayMs` (default 100 ms), each jittered ±50 %. */
   firstDelayMs?: number;
   maxDelayMs?: number;
-  /** Aborting it ends a wait at once, rejecting with its reason. */
+  /** Aborting it ends a wait at once, rejecting with an `AbortError` whose `cause` is the signal's reason. */
   signal?: AbortSignal | undefined;
 }
 
