@@ -159,6 +159,35 @@ export function releasedEarlierBy(refusal: Refusal, token: number): boolean {
   return refusal.reason === 'not_leased' && refusal.current?.status === 'pending' && refusal.current.token === token;
 }
 
+/**
+ * A fail retried after a lost answer is refused as `not_leased` when the first attempt did land:
+ * the job `pending` again (retried later) or `dead` (its last attempt, or past its deadline) at
+ * this very token. Only the job's record tells that fail from another end at the same token (an
+ * operator's cancel): see `failLanded`.
+ */
+export function failedEarlierBy(refusal: Refusal, token: number): boolean {
+  const current = refusal.current;
+  return (
+    refusal.reason === 'not_leased' &&
+    (current?.status === 'pending' || current?.status === 'dead') &&
+    current.token === token
+  );
+}
+
+/**
+ * The job as this fail leaves it: ended under this owner and token with this error, and not by a
+ * cancel, which a fail never is. (A cancel that kept an earlier attempt's identical error, of a
+ * lease whose own fail never landed, would pass for it: the job is dead with that error either way.)
+ */
+export function failLanded(job: Job, owner: string, token: number, error: string): boolean {
+  return (
+    job.owner === owner &&
+    job.token === token &&
+    job.lastError === error &&
+    (job.status === 'pending' || (job.status === 'dead' && job.deadReason !== 'cancelled'))
+  );
+}
+
 /** The timeline event for a lease the worker received, from a claim or from a finish (`via`). */
 export function claimedEvent(lease: Lease, via?: 'finish'): WorkerEventBody {
   return {

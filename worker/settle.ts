@@ -12,6 +12,8 @@ import type { ResolvedWorkerOptions } from './options.js';
 import {
   claimedEvent,
   errorMessage,
+  failedEarlierBy,
+  failLanded,
   finishedEarlierBy,
   refusalOf,
   refusedEvent,
@@ -88,7 +90,18 @@ export async function finishJob(
 
 export async function failJob(keeper: LeaseKeeper, deps: SettleDeps, error: string): Promise<JobOutcome> {
   const { id, owner, token } = keeper.lease;
-  const settled = await settle(keeper, deps, 'fail', () => deps.queue.fail(id, { owner, token, error }));
+  const settled = await settle(
+    keeper,
+    deps,
+    'fail',
+    () => deps.queue.fail(id, { owner, token, error }),
+    // The earlier attempt landed and only its answer was lost.
+    async (refusal, attempt) => {
+      if (attempt === 1 || !failedEarlierBy(refusal, token)) return undefined;
+      const job = await deps.queue.get(id);
+      return failLanded(job, owner, token, error) ? job : undefined;
+    },
+  );
   if (!('ok' in settled)) return lostOutcome(keeper, settled, 'fail');
   keeper.settled();
   const job = settled.ok;

@@ -1,7 +1,7 @@
 // The worker client against the real queue, gateway and receiver: a long handler keeps its
 // lease, a lost lease ends as LeaseLostError with nothing accepted under it, a refused finish
 // is a loss, a finish without an answer past its lease is retried until the queue says whether
-// it landed, a throwing handler fails the job.
+// it landed, a throwing handler fails the job (a fail whose answer was lost counted by what landed).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../gateway/errors.js';
@@ -435,6 +435,74 @@ describe('a handler that throws', () => {
     expect(refused).toMatchObject({ op: 'send', status: 422, code: 'qty_mismatch' });
     expect(refused).not.toHaveProperty('reason');
     expect(await s.receiver.journal()).toEqual([]);
+  });
+
+  test('its fail committed and the answer cut: the retry finds the job failed under this lease, so it counts failed, not lost', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    await s.client.enqueue({ id: 'cut-fail', qty: 1 });
+    const cut = proxy.cutAnswer('POST /jobs/:id/fail');
+    const { worker, events } = s.worker({ queueUrl: proxy.url });
+
+    const summary = await worker.run(
+      () => {
+        throw new Error('printer on fire');
+      },
+      { maxJobs: 1 },
+    );
+    await cut;
+
+    const steps = timeline(events, 'cut-fail');
+    expect(summary, `the run's summary (the job's timeline: ${steps.join(' ')})`).toEqual({
+      claimed: 1,
+      finished: 0,
+      failed: 1,
+      lost: 0,
+      released: 0,
+    });
+    expect(steps).toEqual(['claimed', 'call_failed', 'failed']);
+    expect(events.find((e) => e.event === 'failed')).toMatchObject({ error: 'printer on fire', status: 'pending' });
+    expect(await s.client.get('cut-fail')).toMatchObject({
+      status: 'pending',
+      owner: 'w1',
+      token: 1,
+      attempts: 1,
+      lastError: 'printer on fire',
+    });
+  });
+
+  test('a fail refused because an operator cancelled the job meanwhile is lost, though the job keeps an identical error', async () => {
+    const s = await setup();
+    const proxy = await queueProxy(s.queue.url);
+    await s.client.enqueue({ id: 'cancelled', qty: 1 });
+    const { worker, events } = s.worker({ queueUrl: proxy.url });
+    const outage: { restore?: () => void } = {};
+
+    const running = worker.run(
+      async () => {
+        // Cancelled with the very error the handler is about to fail with; the fail's first attempt is cut.
+        await s.client.cancel('cancelled', { reason: 'printer on fire' });
+        outage.restore = proxy.unreachable().restore;
+        throw new Error('printer on fire');
+      },
+      { maxJobs: 1 },
+    );
+    await eventually("the fail's first attempt to go unanswered", () =>
+      events.some((e) => e.event === 'call_failed' && e.op === 'fail') ? true : undefined,
+    );
+    outage.restore!();
+
+    const summary = await running;
+    const steps = timeline(events, 'cancelled');
+    expect(summary, `the run's summary (the job's timeline: ${steps.join(' ')})`).toMatchObject({ failed: 0, lost: 1 });
+    expect(steps.filter((step) => step !== 'call_failed')).toEqual(['claimed', 'refused:fail', 'lost']);
+    expect(await s.client.get('cancelled')).toMatchObject({
+      status: 'dead',
+      deadReason: 'cancelled',
+      owner: 'w1',
+      token: 1,
+      lastError: 'printer on fire',
+    });
   });
 
   test('on its last attempt the job is dead', async () => {
