@@ -5,7 +5,7 @@
 // kit's zombie as a vitest and a node:test file (docs/testing-kit.md).
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import knex from 'knex';
 import { expect, onTestFinished, test } from 'vitest';
@@ -81,6 +81,19 @@ test(
       ]),
     );
     expect(paths.filter((p) => /\.map$|^dist\/bench\/|(?<!\.d)\.ts$/.test(p))).toEqual([]);
+    // Every file a shipped doc links to is shipped beside it (npm always ships the README).
+    const shipped = new Set([...paths, 'README.md']);
+    const dangling = paths
+      .filter((p) => /^docs\/[^/]+\.md$/.test(p))
+      .flatMap((doc) =>
+        [...readFileSync(join(ROOT, doc), 'utf8').matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)]
+          .map((link) => link[1]!)
+          .filter((target) => !/^[a-z]+:/.test(target))
+          .map((target) => ({ doc, target, path: posix.normalize(posix.join(posix.dirname(doc), target)) }))
+          .filter(({ path }) => !shipped.has(path))
+          .map(({ doc, target }) => `${doc} links to ${target}`),
+      );
+    expect(dangling, 'links in the shipped docs to files the tarball lacks').toEqual([]);
     const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
       version: string;
       private?: boolean;
