@@ -204,14 +204,19 @@ function checkHooks(hooks: WorkerHooks): WorkerHooks {
 function prefetchIn(value: unknown, max: number): number | 'auto' {
   if (value === 'auto') return value;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > max) {
-    throw new RangeError(`prefetch must be 'auto' or an integer from 0 to ${max}, not ${describeValue(value)}.`);
+    const Refusal = typeof value === 'number' ? RangeError : TypeError;
+    throw new Refusal(`prefetch must be 'auto' or an integer from 0 to ${max}, not ${describeValue(value)}.`);
   }
   return value;
 }
 
-function intIn(what: string, value: number, min: number, max: number): number {
+/** A whole number from `min` to `max`: a RangeError past them, a TypeError for a value that is no number (`''`, `'500'`). */
+function intIn(what: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number') {
+    throw new TypeError(`${what} must be an integer from ${min} to ${max}, not ${describeValue(value)}.`);
+  }
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new RangeError(`${what} must be an integer from ${min} to ${max}, not ${String(value)}.`);
+    throw new RangeError(`${what} must be an integer from ${min} to ${max}, not ${describeValue(value)}.`);
   }
   return value;
 }

@@ -119,7 +119,12 @@ describe('runWorker', () => {
 
   test('refuses options it cannot honour, saying which', () => {
     const base = { queueUrl: 'http://127.0.0.1:4100', gatewayUrl: 'http://127.0.0.1:4200', name: 'w1' };
-    expect(() => createWorker({ ...base, leaseMs: 100 })).toThrow(/leaseMs must be an integer from 300/);
+    expect(() => createWorker({ ...base, leaseMs: 100 })).toThrow(
+      new RangeError('leaseMs must be an integer from 300 to 604800000, not 100.'),
+    );
+    // A value of the wrong kind is a TypeError, as the docs promise.
+    expect(() => createWorker({ ...base, leaseMs: '' as never })).toThrow(TypeError);
+    expect(() => createWorker({ ...base, prefetch: '2' as never })).toThrow(TypeError);
     expect(() => createWorker({ ...base, name: '' })).toThrow(/name must be a non-empty string/);
     expect(() => createWorker({ ...base, queueUrl: 'ftp://x' })).toThrow(/queueUrl must be an http:\/\/ URL/);
   });
@@ -130,6 +135,10 @@ describe('runWorker', () => {
     [{ hooks: { beforeSend: true } }, 'hooks.beforeSend must be a function, not true.'],
     [{ clock: {} }, 'clock must be an object with a now() method, not {}.'],
     [{ apiKey: 5 }, 'apiKey must be a string, not 5.'],
+    // What `process.env.LEASE_MS && Number(process.env.LEASE_MS)` gives for an empty variable.
+    [{ leaseMs: '' }, 'leaseMs must be an integer from 300 to 604800000, not "".'],
+    [{ concurrency: '4' }, 'concurrency must be an integer from 1 to 100, not "4".'],
+    [{ prefetch: '2' }, 'prefetch must be \'auto\' or an integer from 0 to 99, not "2".'],
   ])('refuses %j at createWorker, not when the worker first uses it', (option, message) => {
     const base = { queueUrl: 'http://127.0.0.1:4100', gatewayUrl: 'http://127.0.0.1:4200', name: 'w1' };
     expect(() => createWorker({ ...base, ...(option as object) })).toThrow(message);
