@@ -154,13 +154,15 @@ export function fencedEffects<Tx>(options: FencedEffectsOptions<Tx>): Router {
       return await work(tracked.apply);
     } catch (err) {
       if (err instanceof ReceiverError || !tracked.threw(err)) throw err;
-      logger.error({ err, jobId: what.jobId }, 'apply failed; the effect was not recorded');
+      // Logged here, with the job and the stack, once. Not for a whole batch (no `jobId`): each of
+      // its effects then runs alone, where a failing apply is logged with its job; a batch answers
+      // that among its results, which nothing else logs. The error carries no `cause`, which would
+      // have the error middleware log a single request's failure a second time.
+      if (what.jobId !== undefined)
+        logger.error({ err, jobId: what.jobId }, 'apply failed; the effect was not recorded');
       throw new ReceiverError(
         'apply_failed',
         `The effect for ${what.words} could not be applied, so nothing was recorded; retry the request.`,
-        {},
-        undefined,
-        { cause: err },
       );
     }
   };

@@ -192,27 +192,41 @@ export async function startReceiver(options: StartReceiverOptions = {}): Promise
     await store.close();
   };
 
+  // A read after close() would reach a closed store, whose error says nothing of why.
+  const open = (method: string) => {
+    if (closing) throw new Error(`receiver.${method}: the receiver is closed; start another with startReceiver().`);
+  };
   return {
     url,
     port,
     effects: async (filter) => {
+      open('effects');
       checkOptionNames('effects', filter, { jobId: true });
       return store.listEffects(filter?.jobId === undefined ? {} : { jobId: filter.jobId });
     },
     effect: async (jobId, key) => {
+      open('effect');
       checkJobIdArgument('effect', jobId);
       checkKeyArgument('effect', key);
       return store.getEffect(jobId, key);
     },
-    totals: () => store.totals(),
-    journal: () => store.journal(),
+    totals: async () => {
+      open('totals');
+      return store.totals();
+    },
+    journal: async () => {
+      open('journal');
+      return store.journal();
+    },
     waitForEffect: async (jobId, waitOptions) => {
+      open('waitForEffect');
       checkJobIdArgument('waitForEffect', jobId);
       checkOptionNames('waitForEffect', waitOptions, { timeoutMs: true, key: true });
       checkKeyArgument('waitForEffect', waitOptions?.key);
       return waitForEffect(store, { jobId, key: waitOptions?.key }, waitOptions?.timeoutMs ?? 5_000);
     },
     reset: async () => {
+      open('reset');
       // As POST /admin/reset: erasing highest tokens that outlive the process would let a stale
       // worker's effect be applied again.
       if (!resolved.testMode) {

@@ -14,7 +14,7 @@ import {
   type EffectStore,
 } from '../../receiver/index.js';
 import { fakeClock } from '../helpers/clock.js';
-import { expectError, snapshot, sqliteStore } from './setup.js';
+import { capturedLogger, expectError, snapshot, sqliteStore } from './setup.js';
 
 const SECRET = 'batch-secret';
 
@@ -123,11 +123,13 @@ describe('receiver HTTP: batches', () => {
 
   test('apply failing for one effect: that effect 500 apply_failed, the others recorded one by one', async () => {
     const { store } = await sqliteStore();
+    const { logger, lines } = capturedLogger();
     const app = express();
     app.post(
       '/effects',
       fencedEffects({
         store,
+        logger,
         apply: async (effect) => {
           if (effect.jobId === 'bad') throw new Error('cannot ship');
         },
@@ -150,6 +152,11 @@ describe('receiver HTTP: batches', () => {
       [201, undefined],
     ]);
     expect((await store.listEffects()).map((e) => e.jobId)).toEqual(['ok1', 'ok2']);
+    // Once, for the effect that failed alone; not for the batch's transaction that it failed first.
+    expect(
+      lines.filter((line) => Number(line.level) >= 50).map((line) => [line.msg, line.jobId]),
+      'error lines',
+    ).toEqual([['apply failed; the effect was not recorded', 'bad']]);
   });
 
   test('bad batches are refused whole and change nothing', async () => {

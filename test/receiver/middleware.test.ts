@@ -69,7 +69,9 @@ async function setup(options: SetupOptions = {}) {
   const ship = (jobId: string, qty: number, token: number) =>
     request(app).post('/ship').set('Fencing-Token', String(token)).send({ jobId, qty });
   const applyFailedLogs = () => lines.filter((line) => line.msg === APPLY_FAILED_LOG).map((line) => line.jobId);
-  return { app, store, ship, shipments, calls, applyFailedLogs };
+  /** Every error line (level 50 and up), by message. */
+  const errorLogs = () => lines.filter((line) => Number(line.level) >= 50).map((line) => line.msg);
+  return { app, store, ship, shipments, calls, applyFailedLogs, errorLogs };
 }
 
 describe('fencedEffects in a downstream app', () => {
@@ -83,7 +85,7 @@ describe('fencedEffects in a downstream app', () => {
   });
 
   test('a throwing apply answers 500 apply_failed once, not retried, and rolls back the record and its own writes', async () => {
-    const { ship, store, shipments, calls, applyFailedLogs } = await setup({ failFor: 'o-bad' });
+    const { ship, store, shipments, calls, applyFailedLogs, errorLogs } = await setup({ failFor: 'o-bad' });
     expect((await ship('o-1', 1, 1)).status).toBe(201);
     const before = await snapshot(store);
     const res = await ship('o-bad', 1, 1);
@@ -93,6 +95,9 @@ describe('fencedEffects in a downstream app', () => {
     );
     expect(calls, 'apply calls per job').toEqual({ 'o-1': 1, 'o-bad': 1 });
     expect(applyFailedLogs(), `"${APPLY_FAILED_LOG}" lines, by job`).toEqual(['o-bad']);
+    expect(errorLogs(), 'error lines: the failure is logged once, not again by the error middleware').toEqual([
+      APPLY_FAILED_LOG,
+    ]);
     expect(await snapshot(store)).toEqual(before);
     expect(await shipments()).toEqual([{ job_id: 'o-1', qty: 1 }]);
   });

@@ -63,6 +63,24 @@ test('effect and waitForEffect refuse a key no effect can have, and the empty on
   expect((await receiver.effect('job-1'))?.qty, 'the default effect, key left out').toBe(4);
 });
 
+test('after close(), the reads and reset say the receiver is closed, not what the closed store answers', async () => {
+  const receiver = await startReceiver();
+  await receiver.close();
+  for (const [method, call] of [
+    ['effects', () => receiver.effects()],
+    ['effect', () => receiver.effect('job-1')],
+    ['totals', () => receiver.totals()],
+    ['journal', () => receiver.journal()],
+    ['waitForEffect', () => receiver.waitForEffect('job-1', { timeoutMs: 50 })],
+    ['reset', () => receiver.reset()],
+  ] as const) {
+    await expect(call(), method).rejects.toThrow(
+      `receiver.${method}: the receiver is closed; start another with startReceiver().`,
+    );
+  }
+  await expect(receiver.close(), 'close() again').resolves.toBeUndefined();
+});
+
 // A misspelt option would otherwise make the test wait on the default, or read every job's effects.
 test('waitForEffect, effects and close refuse an option they do not take, naming the one meant', async () => {
   const { receiver } = await stub();
