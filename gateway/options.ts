@@ -30,7 +30,7 @@ export interface GatewayOptions {
   /** The receiver's own secret, when it is not `secret`. */
   receiverSecret?: string | undefined;
   /** More downstreams by name, each with its effect endpoint (path included) and its own secret. */
-  downstreams?: Readonly<Record<string, DownstreamOptions>>;
+  downstreams?: Readonly<Record<string, DownstreamOptions>> | undefined;
   /** Shared with the downstreams that have no secret of their own: each forwarded request is signed. Undefined sends unsigned. */
   secret?: string | undefined;
   /**
@@ -39,24 +39,24 @@ export interface GatewayOptions {
    */
   apiKey?: string | undefined;
   /** How long one attempt waits for the receiver (default 2000). */
-  receiverTimeoutMs?: number;
+  receiverTimeoutMs?: number | undefined;
   /** How long one verify waits for the queue (default 2000). */
-  queueTimeoutMs?: number;
+  queueTimeoutMs?: number | undefined;
   /** Attempts per send, the first included (default 3). */
-  retryAttempts?: number;
+  retryAttempts?: number | undefined;
   /** Attempts start, and are cut off, within this long after the send began (default 10000). */
-  retryBudgetMs?: number;
+  retryBudgetMs?: number | undefined;
   /** First backoff before jitter (default 100); doubles per attempt up to `backoffMaxMs` (default 2000). */
-  backoffBaseMs?: number;
-  backoffMaxMs?: number;
+  backoffBaseMs?: number | undefined;
+  backoffMaxMs?: number | undefined;
   /** Default: silent. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Default: Date.now. Used for the retry budget and signature timestamps. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Default: Math.random. Used for backoff jitter. */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /** The registry GET /metrics serves; a fresh one by default. One app per registry. */
-  metrics?: Registry;
+  metrics?: Registry | undefined;
 }
 
 /** Every name GatewayOptions has; startGateway refuses any other. */

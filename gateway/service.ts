@@ -14,9 +14,9 @@ import { checkRequiredOptions, type OptionNames } from '../platform/option-names
 
 export interface GatewayServiceOptions extends GatewayOptions, ServerLimits {
   /** Default 127.0.0.1. */
-  host?: string;
+  host?: string | undefined;
   /** Default 0: a free port. */
-  port?: number;
+  port?: number | undefined;
 }
 
 export interface GatewayService {

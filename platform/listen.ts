@@ -12,20 +12,20 @@ export interface ServerLimits {
    * `headersTimeoutMs` when that is shorter), or it is closed: a connection that says nothing
    * holds one of `maxConnections`' places for no request.
    */
-  firstByteTimeoutMs?: number;
+  firstByteTimeoutMs?: number | undefined;
   /** A request's headers must arrive within this long (default 10 s), or the connection is cut. */
-  headersTimeoutMs?: number;
+  headersTimeoutMs?: number | undefined;
   /**
    * The whole request, body included, must arrive within this long (default 30 s). It covers
    * receiving only: an answer that takes longer (a long-polling claim) is not cut.
    */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /**
    * Connections held at once (default 1024); more are closed as they arrive. It bounds the
    * sockets and memory the service spends on clients; it does not share them out fairly, so one
    * client that keeps opening connections can still take every place (see docs/threat-model.md).
    */
-  maxConnections?: number;
+  maxConnections?: number | undefined;
 }
 
 /**

@@ -28,26 +28,26 @@ export interface QueueServiceOptions extends ServerLimits {
    * `postgres://` (`postgresql://`) URL, optionally with `?schema=NAME` (created when missing).
    */
   db: string;
-  host?: string;
+  host?: string | undefined;
   /** 0 picks a free port. */
-  port?: number;
-  latePolicy?: LateFinishPolicy;
+  port?: number | undefined;
+  latePolicy?: LateFinishPolicy | undefined;
   /** The queue's clock (default: the system's). On PostgreSQL it replaces the server's clock: tests only. */
-  clock?: Clock;
-  logger?: Logger;
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
   /** SQLite only: the journal (default `delete`, the rollback journal; `wal` is as durable). */
-  journal?: SqliteJournal;
+  journal?: SqliteJournal | undefined;
   /** SQLite only: the group commit's window in ms (default 2; 0 turns it off). */
-  commitWindowMs?: number;
+  commitWindowMs?: number | undefined;
   /** When set, every request but `GET /healthz` requires `Authorization: Bearer <apiKey>`. */
   apiKey?: string | undefined;
   /**
    * Allows `expireLease` and `reset`, for tests in this process (the test kit). Never on unless
    * asked for; there is no HTTP route for either.
    */
-  testMode?: boolean;
+  testMode?: boolean | undefined;
   /** The most long-polling claims waiting at once (default 512); one more is `503 too_many_waiters`. */
-  maxClaimWaiters?: number;
+  maxClaimWaiters?: number | undefined;
 }
 
 export interface QueueService {

@@ -26,14 +26,14 @@ import { retainJournal } from './retention.js';
 
 export interface StartReceiverOptions extends ServerLimits {
   /** Default 0: a free port. */
-  port?: number;
+  port?: number | undefined;
   /** Default 127.0.0.1. */
-  host?: string;
+  host?: string | undefined;
   /**
    * A SQLite file path (parent directory created) or `:memory:` (the default); or a
    * `postgres://` URL, optionally with `?schema=NAME`, which several receivers may share.
    */
-  db?: string;
+  db?: string | undefined;
   /** Requires a valid Leasehold-Signature on POST /effects. */
   secret?: string | undefined;
   /**
@@ -42,12 +42,12 @@ export interface StartReceiverOptions extends ServerLimits {
    * `:memory:` (the default db), off for any file or PostgreSQL database. The CLI passes false
    * unless --test-mode.
    */
-  testMode?: boolean;
-  clock?: Clock;
+  testMode?: boolean | undefined;
+  clock?: Clock | undefined;
   /** Default: silent. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** SQLite only: the journal (default `delete`, the rollback journal; `wal` is as durable). */
-  journal?: SqliteJournal;
+  journal?: SqliteJournal | undefined;
   /**
    * Deletes journal entries older than this many milliseconds, at start and then every tenth of
    * it (between 1 s and 1 h). Effects and highest tokens are always kept. `'keep'` keeps the
@@ -55,7 +55,7 @@ export interface StartReceiverOptions extends ServerLimits {
    * replayed one included) adds an entry that would otherwise stay for good; `'keep'` for a
    * stub in memory, which loses everything on close anyway.
    */
-  retainJournalMs?: number | 'keep';
+  retainJournalMs?: number | 'keep' | undefined;
 }
 
 /** How long a receiver whose database outlives it keeps journal entries, unless told otherwise. */

@@ -30,13 +30,13 @@ export interface SystemOptions {
    * both open (their tables apart), or a `postgres://` URL (with `?schema=NAME`) both use.
    * Named stub downstreams are always in memory.
    */
-  db?: string;
+  db?: string | undefined;
   /**
    * `'real'` (the default): the system's clock. `'manual'`: a ManualClock starting at the real
    * time now, shared by every part and by the workers made with `system.worker`; time moves only
    * by `system.clock.advance(ms)`. Or a clock of your own (a ManualClock is moved by you).
    */
-  clock?: 'real' | 'manual' | Clock;
+  clock?: 'real' | 'manual' | Clock | undefined;
   /** The gateway signs every forwarded request with it and the stubs require the signature. */
   secret?: string | undefined;
   /** The queue and the gateway require it (`Authorization: Bearer`); the kit's clients and workers present it. */
@@ -45,7 +45,7 @@ export interface SystemOptions {
    * More downstreams by name, besides `receiver`: `'stub'` starts another receiver stub, `{url}`
    * names an effect endpoint (path included) the test runs itself. Sends reach them by `to`.
    */
-  downstreams?: Readonly<Record<string, DownstreamOption>>;
+  downstreams?: Readonly<Record<string, DownstreamOption>> | undefined;
 }
 
 /** The system's clock: `advance` moves a manual one and is refused on the real one. */

@@ -27,6 +27,7 @@ import { conform } from '../../conform/index.js';
 import { startSystem } from '../../testing/index.js';
 import { createWorker, FreshAgent, runWorker, stallHooks, Worker } from '../../worker/index.js';
 import { tempDir } from '../helpers/tmp.js';
+import { typeErrors } from '../helpers/type-errors.js';
 
 const anyway = (value: unknown) => value as never;
 const CLOCK = 'clock must be an object with a now() method, not {}.';
@@ -284,5 +285,82 @@ describe('an option name the call does not take', () => {
     await expect(
       startSystem(anyway({ downstreams: { mailer: { url: 'http://127.0.0.1:3/effects', secert: 's' } } })),
     ).rejects.toThrow(MEANT("startSystem's downstreams.mailer", 'secert', 'secret'));
+  });
+});
+
+// `process.env.X` and `cond ? value : undefined` are how options are often given; under
+// exactOptionalPropertyTypes an option typed `?: T` would refuse them though the call takes them.
+describe('every optional option of the start functions takes undefined as left out', () => {
+  test('in its type, under exactOptionalPropertyTypes', () => {
+    const source = `
+      import { startGateway } from '../../gateway/index.js';
+      import { startQueue } from '../../queue/index.js';
+      import { startReceiver } from '../../receiver/index.js';
+      import { startSystem } from '../../testing/index.js';
+      declare const env: Record<string, string | undefined>;
+      const limits = {
+        firstByteTimeoutMs: undefined, headersTimeoutMs: undefined, requestTimeoutMs: undefined,
+        maxConnections: undefined, host: undefined, port: undefined,
+      };
+      export const q = startQueue({
+        ...limits, db: ':memory:', latePolicy: undefined, clock: undefined, logger: undefined, journal: undefined,
+        commitWindowMs: undefined, apiKey: env.KEY, testMode: undefined, maxClaimWaiters: undefined,
+      });
+      export const r = startReceiver({
+        ...limits, db: env.DB, secret: undefined, testMode: undefined, clock: undefined, logger: undefined,
+        journal: undefined, retainJournalMs: undefined,
+      });
+      export const g = startGateway({
+        ...limits, queueUrl: 'http://127.0.0.1:1', receiverUrl: undefined, receiverSecret: undefined,
+        downstreams: undefined, secret: undefined, apiKey: undefined, receiverTimeoutMs: undefined,
+        queueTimeoutMs: undefined, retryAttempts: undefined, retryBudgetMs: undefined, backoffBaseMs: undefined,
+        backoffMaxMs: undefined, logger: undefined, clock: undefined, random: undefined, metrics: undefined,
+      });
+      export const s = startSystem({ db: env.DB, clock: undefined, secret: undefined, apiKey: undefined, downstreams: undefined });
+    `;
+    expect(typeErrors(source, { exactOptionalPropertyTypes: true }, 'platform'), 'type errors').toEqual([]);
+  });
+
+  test('at run time: each starts with its defaults', async () => {
+    const limits = {
+      ...{ firstByteTimeoutMs: undefined, headersTimeoutMs: undefined, requestTimeoutMs: undefined },
+      ...{ maxConnections: undefined, host: undefined, port: undefined },
+    };
+    const queue = await startQueue({
+      ...limits,
+      db: ':memory:',
+      ...{ latePolicy: undefined, clock: undefined, logger: undefined, journal: undefined, commitWindowMs: undefined },
+      ...{ apiKey: undefined, testMode: undefined, maxClaimWaiters: undefined },
+    });
+    const receiver = await startReceiver({
+      ...limits,
+      ...{ db: undefined, secret: undefined, testMode: undefined, clock: undefined, logger: undefined },
+      ...{ journal: undefined, retainJournalMs: undefined },
+    });
+    const gateway = await startGateway({
+      ...limits,
+      queueUrl: queue.url,
+      receiverUrl: receiver.url,
+      ...{ receiverSecret: undefined, downstreams: undefined, secret: undefined, apiKey: undefined },
+      ...{ receiverTimeoutMs: undefined, queueTimeoutMs: undefined, retryAttempts: undefined },
+      ...{ retryBudgetMs: undefined, backoffBaseMs: undefined, backoffMaxMs: undefined, logger: undefined },
+      ...{ clock: undefined, random: undefined, metrics: undefined },
+    });
+    const system = await startSystem({
+      ...{ db: undefined, clock: undefined, secret: undefined, apiKey: undefined, downstreams: undefined },
+    });
+    try {
+      for (const url of [queue.url, receiver.url, gateway.url])
+        expect(url, 'on 127.0.0.1, a free port').toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const client = new QueueClient(queue.url);
+      await client.enqueue({ id: 'a', qty: 1 });
+      const lease = await client.claim('w1');
+      expect(lease?.leaseUntil, 'the default lease').toBeGreaterThan(Date.now() + 20_000);
+      client.close();
+      expect(system.clock.manual, "the system's clock: real").toBe(false);
+      expect(Object.keys(system.downstreams)).toEqual(['receiver']);
+    } finally {
+      await Promise.all([queue.close(), receiver.close(), gateway.close(), system.close()]);
+    }
   });
 });

@@ -1,11 +1,9 @@
 // The worker loop: claims until stopped, reports a timeline, waits out an empty queue, and on
 // stop gives the job in hand its grace time, then releases its lease so another worker can take it at once.
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
 import { createWorker, runWorker, WORKER_DEFAULTS, type WorkerEvent } from '../../worker/index.js';
-import { ROOT } from '../helpers/processes.js';
+import { typeErrors } from '../helpers/type-errors.js';
 import { eventually, setup, timeline } from './setup.js';
 
 /**
@@ -206,25 +204,3 @@ describe('runWorker', () => {
     void worker.close();
   });
 });
-
-/** The type errors of `source`, checked as a file in this folder, with the project's options and `options`. */
-function typeErrors(source: string, options: ts.CompilerOptions): string[] {
-  const file = join(ROOT, 'test', 'worker', 'options-probe.ts');
-  const config = ts.getParsedCommandLineOfConfigFile(
-    join(ROOT, 'tsconfig.json'),
-    {},
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: () => {},
-    },
-  );
-  const compilerOptions = { ...config!.options, ...options, noEmit: true };
-  const host = ts.createCompilerHost(compilerOptions);
-  const { fileExists, readFile } = host;
-  host.fileExists = (name) => name === file || fileExists(name);
-  host.readFile = (name) => (name === file ? source : readFile(name));
-  const program = ts.createProgram([file], compilerOptions, host);
-  return ts
-    .getPreEmitDiagnostics(program, program.getSourceFile(file))
-    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-}
