@@ -60,6 +60,8 @@ export class Worker {
 
   /** Claims the next job, or returns null when nothing is claimable (no waiting). */
   async claim(): Promise<ClaimedLease | null> {
+    // A claim after close() would take a lease, and spend a token, that nothing will run.
+    if (this.closing.signal.aborted) throw this.closedError('claim');
     const claimedAt = this.options.clock.now();
     const lease = await this.queue.claim(this.name, this.options.leaseMs);
     if (!lease) return null;
@@ -98,6 +100,7 @@ export class Worker {
     // Refused before any claim: a handler that is not a function would fail every job it took.
     const problem = runProblem(handler, options);
     if (problem) return Promise.reject(problem);
+    if (this.closing.signal.aborted) return Promise.reject(this.closedError('run'));
     const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
     const running = new WorkerRun(
       { options: this.options, queue: this.queue, lease: this.leaseDeps(), emit: (event) => this.emit(event) },
@@ -113,12 +116,17 @@ export class Worker {
   /**
    * Stops the runs still going as their own signal would (no new claims; running jobs get
    * `graceMs`, then are released), and the jobs of process() as their `stopSignal` would, waits
-   * for them, and releases the HTTP connections.
+   * for them, and releases the HTTP connections. claim() and run() are refused from then on; a
+   * lease claimed before is still taken by process(), which releases it at once.
    */
   async close(): Promise<void> {
     this.closing.abort();
     await Promise.allSettled(this.runs);
     this.agent.destroy();
+  }
+
+  private closedError(method: string): Error {
+    return new Error(`worker.${method}: the worker is closed; create another to claim and run jobs.`);
   }
 
   /** What each lease's run needs from the worker. */

@@ -176,6 +176,30 @@ describe('close() with a job that process() is running', () => {
     expect(await s.client.get('held')).toMatchObject({ status: 'pending', owner: null });
   });
 
+  test('after close(), claim() and run() are refused, so no lease is taken that nothing runs', async () => {
+    const s = await setup();
+    const { worker, events } = s.worker();
+    const claimed = (await s.client.enqueue({ id: 'before', qty: 1 }), await worker.claim())!;
+    await worker.close();
+    await s.client.enqueue({ id: 'after', qty: 1 });
+
+    await expect(worker.claim()).rejects.toThrow(
+      new Error('worker.claim: the worker is closed; create another to claim and run jobs.'),
+    );
+    await expect(worker.run(() => undefined)).rejects.toThrow(
+      new Error('worker.run: the worker is closed; create another to claim and run jobs.'),
+    );
+    expect(await s.client.get('after'), 'not claimed: no lease, no token spent').toMatchObject({
+      status: 'pending',
+      token: 0,
+      attempts: 0,
+    });
+    // A lease claimed before close() is handed back by process(), its attempt given back.
+    await expect(worker.process(claimed, () => 'never')).resolves.toMatchObject({ status: 'released' });
+    expect(await s.client.get('before')).toMatchObject({ status: 'pending', attempts: 0, owner: null });
+    expect(events.filter((e) => e.event === 'claimed').map((e) => ('job' in e ? e.job : ''))).toEqual(['before']);
+  });
+
   // A hook that never returns, and ignores the signal it is given: the stop does not wait for it.
   test.each(['beforeSend', 'beforeFinish'] as const)(
     'a job held in a %s hook that ignores its signal: released after graceMs, and close() returns',
