@@ -24,6 +24,14 @@ const RECEIVER = 'receiver';
 /** Another downstream: a receiver stub the kit starts (in memory), or an endpoint the test runs itself. */
 export type DownstreamOption = 'stub' | { url: string; secret?: string | undefined };
 
+/**
+ * The grace a kit worker's running job gets when it is stopped, `close()` included, unless the
+ * test gives its own: a handler that never ends (a test that failed before it let go) then holds
+ * `close()` a second, well inside a test runner's hook timeout (vitest's 10 s), not a worker's
+ * default 10 s.
+ */
+export const KIT_GRACE_MS = 1_000;
+
 export interface SystemOptions {
   /**
    * Where the queue and the receiver keep their data: `:memory:` (the default), a SQLite file
@@ -291,6 +299,7 @@ function systemHandle(parts: {
         gatewayUrl: gateway.url,
         apiKey,
         clock,
+        graceMs: KIT_GRACE_MS,
         ...given,
         name,
       });

@@ -193,7 +193,30 @@ test("system.worker leaves out an option set to undefined: the system's own stay
   expect(
     { now: worker.options.clock.now(), queueUrl: worker.options.queueUrl.href, graceMs: worker.options.graceMs },
     "the worker's clock, queue and grace",
-  ).toEqual({ now: system.clock.now(), queueUrl: `${system.urls.queue}/`, graceMs: 10_000 });
+  ).toEqual({ now: system.clock.now(), queueUrl: `${system.urls.queue}/`, graceMs: 1_000 });
+  expect(system.worker('w2', { graceMs: 5_000 }).options.graceMs, 'a grace of its own').toBe(5_000);
+});
+
+// A test that fails while its handler waits on something that never comes still closes, well
+// inside vitest's default hook timeout of 10 s.
+test("close with a kit worker's handler that never ends: released after the kit's grace of 1 s", async () => {
+  const system = await startSystem();
+  onTestFinished(() => system.close());
+  await system.queue.enqueue({ id: 'forever', qty: 1 });
+  const worker = system.worker('w');
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const outcome = worker.process((await worker.claim())!, () => {
+    started();
+    return new Promise(() => {});
+  });
+  await running;
+  const closedAt = Date.now();
+  await system.close();
+  const took = Date.now() - closedAt;
+  expect(took, 'close() gave the handler the grace').toBeGreaterThanOrEqual(950);
+  expect(took, 'and no more than a few seconds').toBeLessThan(5_000);
+  await expect(outcome).resolves.toMatchObject({ status: 'released' });
 });
 
 test('after close, the kit refuses its calls, saying the system is closed, instead of the parts failing on their own', async () => {
