@@ -249,16 +249,38 @@ describe('queue HTTP API', () => {
     expectError(await http().post('/jobs/nope/fail').send({ owner: 'w', token: 1, error: 'x' }), 404, 'unknown_job');
   });
 
+  // A refused body changes nothing: on a live lease, every fenced route, the lease still the
+  // holder's afterwards, its row as it was.
+  const lease = (over: Record<string, unknown> = {}) => ({ owner: 'w1', token: 1, ...over });
   test.each([
-    ['token 0', { owner: 'w', token: 0 }],
-    ['token fractional', { owner: 'w', token: 1.5 }],
-    ['token unsafe', { owner: 'w', token: 2 ** 53 }],
-    ['owner missing', { token: 1 }],
-    ['owner not a string', { owner: 5, token: 1 }],
-  ])('fenced calls reject %s with 400', async (_name, body) => {
-    const { http } = await setup();
+    ['finish', 'token 0', lease({ token: 0 })],
+    ['finish', 'a fractional token', lease({ token: 1.5 })],
+    ['finish', 'a token past 2^53', lease({ token: 2 ** 53 })],
+    ['finish', 'no owner', { token: 1 }],
+    ['finish', 'an owner that is not a string', lease({ owner: 5 })],
+    ['finish', 'next of the wrong kind', lease({ next: 'yes' })],
+    ['finish', 'an unknown field', lease({ reuslt: 1 })],
+    ['heartbeat', 'leaseMs 0', lease({ leaseMs: 0 })],
+    ['heartbeat', 'leaseMs -1', lease({ leaseMs: -1 })],
+    ['heartbeat', 'leaseMs as a string', lease({ leaseMs: '5000' })],
+    ['heartbeat', 'no token', { owner: 'w1' }],
+    ['fail', 'no error', lease()],
+    ['fail', 'an error that is a number', lease({ error: 5 })],
+    ['fail', 'a negative retryInMs', lease({ error: 'e', retryInMs: -1 })],
+    ['verify', 'token 0', lease({ token: 0 })],
+    ['release', 'a token as a string', lease({ token: '1' })],
+  ])('POST /jobs/:id/%s refuses %s with 400 and changes nothing', async (route, _what, body) => {
+    const { http, claim } = await setup();
     await http().post('/jobs').send({ id: 'a', qty: 1 });
-    expectError(await http().post('/jobs/a/finish').send(body), 400, 'invalid_request');
+    const held = await claim('w1', 5_000);
+    expect(held).toMatchObject({ id: 'a', owner: 'w1', token: 1 });
+    const before = (await http().get('/jobs/a')).body.job;
+
+    expectError(await http().post(`/jobs/a/${route}`).send(body), 400, 'invalid_request');
+
+    expect((await http().get('/jobs/a')).body.job, 'the job after the refusal').toEqual(before);
+    const renewed = await http().post('/jobs/a/heartbeat').send({ owner: 'w1', token: 1 });
+    expect(renewed.status, "the lease is still the holder's").toBe(200);
   });
 
   test('GET /jobs filters by status and limit; GET /stats counts every status', async () => {

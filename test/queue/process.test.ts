@@ -5,7 +5,9 @@ import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
 import { describe, expect, test } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnCli } from '../../platform/spawn.js';
+import { QueueClient, QueueError } from '../../queue/index.js';
 import { testSchema } from '../helpers/postgres.js';
 import { CLI, ROOT, cleanEnv, freePort, portInUse, runCli, startProcess } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -28,6 +30,31 @@ describe('leasehold queue (process)', () => {
       pid: queue.child.pid,
       url: queue.url,
     });
+  });
+
+  // Rule 9 as an operator turns it on. The lease is short and the wait well past it; nobody
+  // claims meanwhile, so only the policy decides.
+  test('--late-finish if-unclaimed takes a finish after the lease ended; the default refuses it', async () => {
+    const finishLate = async (flags: string[]) => {
+      const db = join(tempDir('leasehold-queue-late-'), 'queue.sqlite');
+      const queue = await startProcess('queue', ['--port', '0', '--db', db, ...flags]);
+      try {
+        const client = new QueueClient(queue.url);
+        await client.enqueue({ id: 'late', qty: 1 });
+        const lease = (await client.claim('w1', 100))!;
+        await sleep(600);
+        const status = await client.finish('late', { owner: 'w1', token: lease.token }).then(
+          (job) => job.status,
+          (err: unknown) => (err instanceof QueueError ? `${err.code} ${String(err.details.reason)}` : String(err)),
+        );
+        client.close();
+        return status;
+      } finally {
+        await queue.stop('SIGTERM');
+      }
+    };
+    expect(await finishLate(['--late-finish', 'if-unclaimed']), 'with --late-finish if-unclaimed').toBe('done');
+    expect(await finishLate([]), 'by default').toBe('stale_lease lease_expired');
   });
 
   test("the ready line gives SQLite's journal for a SQLite file, and no journal for a postgres:// database (receiver too)", async () => {

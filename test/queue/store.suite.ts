@@ -519,6 +519,7 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
       const one = await claim('w1', 1_000);
       const two = await claim('w2', 5_000);
       clock.advance(1_000);
+      const rowsBefore = [await store.get(one.id), await store.get(two.id)];
       const answers = await store.verifyMany([
         { id: two.id, owner: 'w2', token: two.token },
         { id: one.id, owner: 'w1', token: one.token },
@@ -530,7 +531,8 @@ export function queueStoreSuite(name: string, factory: StoreFactory): void {
       expect((answers[1] as QueueError).details).toMatchObject({ reason: 'lease_expired' });
       expect((answers[2] as QueueError).code).toBe('unknown_job');
       expect((answers[3] as QueueError).details).toMatchObject({ reason: 'token_mismatch' });
-      expect((await store.get(one.id))?.status, 'verifyMany changes nothing').toBe('leased');
+      expect([await store.get(one.id), await store.get(two.id)], 'verifyMany changes nothing').toEqual(rowsBefore);
+      expect(rowsBefore[0]?.status, 'an expired lease is still leased until claimed').toBe('leased');
     });
 
     test('list and stats count every status, zeros included', async () => {
