@@ -179,11 +179,18 @@ export const CASES: readonly Case[] = [
     },
   },
   {
-    name: 'a higher token repeats as a duplicate',
+    name: 'a higher token repeats as a duplicate, answered with the effect as first recorded',
     async run(ctx) {
       const jobId = ctx.job('higher');
-      await expectAnswer(ctx, 'token 1', { token: 1, body: { jobId, qty: 1 } }, applied);
-      await expectAnswer(ctx, 'token 2, the same effect', { token: 2, body: { jobId, qty: 1 } }, duplicate);
+      const first = await expectAnswer(ctx, 'token 1', { token: 1, body: { jobId, qty: 1 } }, applied);
+      const again = await expectAnswer(
+        ctx,
+        'token 2, the same effect',
+        { token: 2, body: { jobId, qty: 1 } },
+        duplicate,
+      );
+      // Its token and time are the first request's: the repeat recorded nothing of its own.
+      expectField('token 2, the same effect', 'the effect as first recorded', effectOf(again), effectOf(first));
       await expectAnswer(ctx, 'token 1 after token 2', { token: 1, body: { jobId, qty: 1 } }, fenced);
     },
   },
@@ -211,6 +218,31 @@ export const CASES: readonly Case[] = [
       await expectAnswer(ctx, 'token 4, the default effect', { token: 4, body: { jobId, qty: 1 } }, fenced);
       // The fenced requests recorded nothing: key b is still new to the current holder.
       await expectAnswer(ctx, 'token 5, key b', { token: 5, body: { jobId, key: 'b', qty: 2 } }, applied);
+    },
+  },
+  {
+    name: 'a lower token is fenced before its effect is compared: fenced, not a conflict',
+    async run(ctx) {
+      const jobId = ctx.job('fenced-first');
+      await expectAnswer(ctx, 'token 5, key a', { token: 5, body: { jobId, key: 'a', qty: 1 } }, applied);
+      await expectAnswer(ctx, 'token 4, key a, another qty', { token: 4, body: { jobId, key: 'a', qty: 2 } }, fenced);
+      await expectAnswer(
+        ctx,
+        'token 4, key a, a body instead',
+        { token: 4, body: { jobId, key: 'a', body: { changed: true } } },
+        fenced,
+      );
+    },
+  },
+  {
+    name: 'a conflict raises no token',
+    async run(ctx) {
+      const jobId = ctx.job('conflict-token');
+      await expectAnswer(ctx, 'token 1, key a', { token: 1, body: { jobId, key: 'a', qty: 1 } }, applied);
+      await expectAnswer(ctx, 'token 5, key a, another qty', { token: 5, body: { jobId, key: 'a', qty: 2 } }, conflict);
+      // Had the conflict raised the job's token to 5, token 3 would be fenced.
+      await expectAnswer(ctx, 'token 3, key b', { token: 3, body: { jobId, key: 'b', qty: 1 } }, applied);
+      await expectAnswer(ctx, 'token 2, key a', { token: 2, body: { jobId, key: 'a', qty: 1 } }, fenced);
     },
   },
   {

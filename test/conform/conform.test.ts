@@ -6,9 +6,11 @@ import { conform, formatCase, formatSummary, type ConformReport } from '../../co
 import { toyDownstream } from '../helpers/toy-downstream.js';
 
 const TOKEN_CASES = [
-  'a higher token repeats as a duplicate',
+  'a higher token repeats as a duplicate, answered with the effect as first recorded',
   'a lower token is fenced on the same key',
   'a lower token is fenced on another key of the same job',
+  'a lower token is fenced before its effect is compared: fenced, not a conflict',
+  'a conflict raises no token',
 ];
 const RACE_CASES = ['racing identical requests give exactly one applied'];
 const SIGNATURE_CASES = ['unsigned is 401', 'forged is 401', "another route's signature is 401", 'v1 is 401'];
@@ -57,6 +59,19 @@ describe('conform', () => {
   test.each([
     ['ignores tokens', 'tokens', TOKEN_CASES, undefined],
     ['applies twice under a race', 'race', RACE_CASES, undefined],
+    [
+      'compares the effect before the fence',
+      'conflict-first',
+      ['a lower token is fenced before its effect is compared: fenced, not a conflict'],
+      undefined,
+    ],
+    ['raises the token on a conflict', 'conflict-raises', ['a conflict raises no token'], undefined],
+    [
+      "answers a duplicate with the repeat's token",
+      'duplicate-restamped',
+      ['a higher token repeats as a duplicate, answered with the effect as first recorded'],
+      undefined,
+    ],
     ['ignores signatures', 'signatures', SIGNATURE_CASES, 's3cret'],
   ] as const)('a downstream that %s fails exactly those cases', async (_what, breaks, cases, secret) => {
     const downstream = await toyDownstream({ breaks, ...(secret ? { secret } : {}) });

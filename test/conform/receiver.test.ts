@@ -27,7 +27,7 @@ function expectAllPassed(report: ConformReport): void {
     skipped: 0,
   });
   // The thirteen cases of the protocol and the batch extension's, which leasehold offers.
-  expect(report.passed, shown).toBe(14);
+  expect(report.passed, shown).toBe(16);
 }
 
 describe('leasehold conform against leasehold downstreams', () => {

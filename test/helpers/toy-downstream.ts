@@ -13,8 +13,14 @@ export interface ToyDownstreamOptions {
   path?: string;
   /** Signed requests only, with this secret. */
   secret?: string;
-  /** One rule off: `tokens` (never fences), `race` (checks, waits, then records: two racing requests both apply), `signatures` (accepts any). */
-  breaks?: 'tokens' | 'race' | 'signatures';
+  /**
+   * One rule off: `tokens` (never fences), `race` (checks, waits, then records: two racing
+   * requests both apply), `signatures` (accepts any), `conflict-first` (compares qty and body
+   * before the fence: a lower token with a changed effect is a conflict), `conflict-raises` (a
+   * conflict raises the job's highest token), `duplicate-restamped` (a duplicate answers the
+   * effect with the repeat's token, not as first recorded).
+   */
+  breaks?: 'tokens' | 'race' | 'signatures' | 'conflict-first' | 'conflict-raises' | 'duplicate-restamped';
   /** Waits this long before answering each request; a function is given the request's number, from 1. */
   delayMs?: number | ((request: number) => number);
 }
@@ -125,20 +131,27 @@ export async function toyDownstream(options: ToyDownstreamOptions = {}): Promise
         ? error(409, 'fenced', `Token ${token} is lower than ${top}.`, { highestToken: top })
         : undefined;
     };
+    const recorded = effects.get(id);
+    const differs = (effect: RecordedToyEffect) =>
+      effect.qty !== qty || !isDeepStrictEqual(canonical(effect.body), canonical(input.body));
+    if (options.breaks === 'conflict-first' && recorded && differs(recorded)) {
+      return error(422, 'conflict', 'Another qty or body for a recorded effect.', { effect: recorded });
+    }
     const refused = fenced();
     if (refused) return refused;
-    const recorded = effects.get(id);
     if (options.breaks === 'race') {
       // The check and the write are apart, long enough on a loaded machine for the requests sent
       // with this one to arrive in between: each of them finds nothing recorded and applies too.
       await new Promise((r) => setTimeout(r, 300));
     }
     if (recorded) {
-      if (recorded.qty !== qty || !isDeepStrictEqual(canonical(recorded.body), canonical(input.body))) {
+      if (differs(recorded)) {
+        if (options.breaks === 'conflict-raises') highest.set(jobId, Math.max(highest.get(jobId) ?? 0, token));
         return error(422, 'conflict', 'Another qty or body for a recorded effect.', { effect: recorded });
       }
       highest.set(jobId, Math.max(highest.get(jobId) ?? 0, token));
-      return { status: 200, body: { outcome: 'duplicate', effect: recorded }, replayed: true };
+      const answered = options.breaks === 'duplicate-restamped' ? { ...recorded, token } : recorded;
+      return { status: 200, body: { outcome: 'duplicate', effect: answered }, replayed: true };
     }
     const effect: RecordedToyEffect = {
       jobId,

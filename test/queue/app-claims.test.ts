@@ -1,7 +1,7 @@
 // Fewer round trips per job, over HTTP (supertest, no listen): batch claims, long-polling
 // claims, finish-and-claim-next, and several lease checks in one request.
 import { describe, expect, test } from 'vitest';
-import { appSetup, expectError } from './app-setup.js';
+import { appSetup, expectError, untilClaimsWait } from './app-setup.js';
 
 const setup = appSetup;
 
@@ -54,7 +54,7 @@ describe('POST /claims with max and waitMs', () => {
     const { http, enqueue } = await setup();
     const waiting = http().post('/claims').send({ owner: 'w1', waitMs: 20_000, max: 4 });
     const answered = waiting.then((res) => res);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await untilClaimsWait(http);
     await enqueue('late');
     const res = await answered;
     expect(res.status, JSON.stringify(res.body)).toBe(200);

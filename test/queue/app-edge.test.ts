@@ -11,7 +11,7 @@ import { createQueueApp, openSqliteQueueStore } from '../../queue/index.js';
 import { LIST_MAX_BYTES } from '../../queue/schemas.js';
 import { fakeClock } from '../helpers/clock.js';
 import { tempDir } from '../helpers/tmp.js';
-import { expectError } from './app-setup.js';
+import { expectError, untilClaimsWait } from './app-setup.js';
 import { newJobInput } from './store.suite.js';
 
 const closers: Array<() => Promise<void> | void> = [];
@@ -179,7 +179,7 @@ describe('queue edge: long-poll waiters', () => {
       .post('/claims')
       .send({ owner: 'w1', waitMs: 2_000 })
       .then((res) => res.status);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await untilClaimsWait(http);
     const started = Date.now();
     const refused = await http().post('/claims').send({ owner: 'w2', waitMs: 2_000 });
     expectError(refused, 503, 'too_many_waiters');

@@ -2,7 +2,7 @@
 // cancels a live job or retries a dead one; refusals and bad bodies change nothing.
 import { describe, expect, test } from 'vitest';
 import type { Job } from '../../queue/index.js';
-import { appSetup, expectError } from './app-setup.js';
+import { appSetup, expectError, untilClaimsWait } from './app-setup.js';
 
 const setup = appSetup;
 
@@ -27,7 +27,7 @@ describe('POST /jobs/:id/release', () => {
     const lease = await claim('w1');
     const waiting = http().post('/claims').send({ owner: 'w2', waitMs: 20_000, max: 1 });
     const answered = waiting.then((res) => res);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await untilClaimsWait(http);
     await http().post('/jobs/r/release').send({ owner: 'w1', token: lease.token });
     const res = await answered;
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -136,7 +136,7 @@ describe('POST /jobs/:id/retry', () => {
 
     const waiting = http().post('/claims').send({ owner: 'w3', waitMs: 20_000, max: 1 });
     const answered = waiting.then((res) => res);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await untilClaimsWait(http);
     const res = await http().post('/jobs/spent/retry').send({ maxAttempts: 3 });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.job).toMatchObject({ status: 'pending', attempts: 0, deadReason: null, maxAttempts: 3, token: 1 });

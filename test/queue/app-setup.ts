@@ -47,3 +47,23 @@ export function expectError(res: request.Response, status: number, code: string,
   expect(typeof res.body.error.message).toBe('string');
   expect(res.body.error.message.length, 'a sentence in error.message').toBeGreaterThan(minMessageLength);
 }
+
+/**
+ * Resolves once `count` long-polling claims wait, by the queue's own gauge on `GET /metrics`: a
+ * test that acts "while a claim waits" must not act before it does, however slow the machine.
+ */
+export async function untilClaimsWait(
+  http: () => request.Agent | request.SuperTest<request.Test>,
+  count = 1,
+): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  let seen = 'nothing';
+  while (Date.now() < deadline) {
+    const text = (await http().get('/metrics')).text;
+    const found = /^leasehold_queue_claim_waiters(?:\{[^}]*\})? (\d+)/m.exec(text);
+    seen = found ? found[1]! : 'no leasehold_queue_claim_waiters line';
+    if (found && Number(found[1]) >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`expected ${count} long-polling claim(s) waiting within 10 s; the queue's gauge said ${seen}`);
+}
