@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { exchange, keepAliveAgent, type Exchange } from '../platform/exchange.js';
 import { timed } from '../platform/metrics.js';
 import { REQUEST_ID_HEADER } from '../platform/request-id.js';
+import { redactUrl } from '../platform/url.js';
 import { BatchQueue, type BatchSender } from './batch-forward.js';
 import { checkRequiredOptions, type OptionNames } from '../platform/option-names.js';
 
@@ -120,7 +121,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (offer && 'problem' in offer && refusedOffer !== offered) {
       refusedOffer = offered as string;
       options.logger?.warn(
-        { endpoint: url.href, offered, problem: offer.problem },
+        { endpoint: redactUrl(url), offered, problem: offer.problem },
         'the downstream offers a batch target that cannot be used; effects go one at a time',
       );
     }

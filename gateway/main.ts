@@ -17,7 +17,7 @@ import {
 } from '../platform/flags.js';
 import { serverLimitsOf } from '../platform/listen.js';
 import { serviceAction } from '../platform/service-main.js';
-import { httpUrl } from '../platform/url.js';
+import { httpUrl, redactUrl } from '../platform/url.js';
 import { downstreamSecretVariable, parseNamedValue, type DownstreamOptions } from './downstreams.js';
 import { GATEWAY_DEFAULTS, resolveGatewayOptions } from './options.js';
 import { DEFAULT_DOWNSTREAM } from './types.js';
@@ -143,9 +143,11 @@ export function gatewayCommand(): Command {
         },
         start: (options, logger) => startGateway({ ...options, logger }),
         ready: (options) => ({
-          queue: options.queueUrl,
-          receiver: options.receiverUrl,
-          downstreams: Object.fromEntries(Object.entries(options.downstreams).map(([name, d]) => [name, d.url])),
+          queue: redactUrl(options.queueUrl),
+          receiver: options.receiverUrl === undefined ? undefined : redactUrl(options.receiverUrl),
+          downstreams: Object.fromEntries(
+            Object.entries(options.downstreams).map(([name, d]) => [name, redactUrl(d.url)]),
+          ),
           signed: options.secret !== undefined,
           apiKey: options.apiKey !== undefined,
         }),

@@ -20,17 +20,51 @@ export function serializedBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');
 }
 
-/** An effect's body: any JSON value (null included), at most 64 KiB serialized. */
-export const effectBody = z.json({ error: 'body must be a JSON value' }).check((ctx) => {
-  const bytes = serializedBytes(ctx.value);
-  if (bytes > MAX_BODY_BYTES) {
+/**
+ * The first number in `value` that is not finite, and its path below the body. JSON has no
+ * Infinity, but a number past its range parses as one: `1e999` reads back as Infinity.
+ */
+function infiniteIn(
+  value: unknown,
+  path: Array<string | number> = [],
+): { path: Array<string | number>; value: number } | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, value };
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [name, member] of Object.entries(value)) {
+    const found = infiniteIn(member, [...path, Array.isArray(value) ? Number(name) : name]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * An effect's body: any JSON value (null included), at most 64 KiB serialized. A number beyond
+ * JSON's range (`1e999`, parsed as Infinity) is refused where it is, saying so: zod's JSON check
+ * would call the whole body "Invalid input".
+ */
+export const effectBody = z
+  .unknown()
+  .check((ctx) => {
+    const found = infiniteIn(ctx.value);
+    if (found === undefined) return;
     ctx.issues.push({
       code: 'custom',
-      message: `body must be at most ${MAX_BODY_BYTES} bytes serialized as JSON, not ${bytes}`,
+      message: `a number beyond the range of a JSON number (it reads as ${found.value}); numbers must lie within ±${Number.MAX_VALUE}`,
       input: ctx.value,
+      path: found.path,
     });
-  }
-});
+  })
+  .pipe(z.json({ error: 'body must be a JSON value' }))
+  .check((ctx) => {
+    const bytes = serializedBytes(ctx.value);
+    if (bytes > MAX_BODY_BYTES) {
+      ctx.issues.push({
+        code: 'custom',
+        message: `body must be at most ${MAX_BODY_BYTES} bytes serialized as JSON, not ${bytes}`,
+        input: ctx.value,
+      });
+    }
+  });
 
 /**
  * `value` with every object's keys rebuilt in sorted order, so two JSON values that differ only in

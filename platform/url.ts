@@ -21,3 +21,14 @@ export function httpUrl(name: string, value: string | undefined): URL {
   }
   return url;
 }
+
+/**
+ * A peer's URL for a log line: the password of its `user:pass@` masked (`***`), as the database
+ * URL is. Node sends a URL's credentials as Basic authentication, so they are a secret.
+ */
+export function redactUrl(url: string | URL): string {
+  const copy = new URL(url.toString());
+  if (!copy.password) return url.toString();
+  copy.password = '***';
+  return copy.toString();
+}

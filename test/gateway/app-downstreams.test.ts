@@ -129,6 +129,22 @@ describe('POST /send with to, key and body', () => {
     expect(s.billing.requests).toEqual([]);
   });
 
+  test("a body number beyond JSON's range (1e999) is 400 invalid_request naming where, and sends nothing", async () => {
+    const s = await twoDownstreams();
+    const lease = await s.leased('job-1', 5);
+    const res = await request(s.app)
+      .post('/send')
+      .type('json')
+      .send(
+        `{"jobId": "job-1", "owner": "w1", "token": ${lease.token}, "to": "billing", "key": "k", "body": {"a": [1e999]}}`,
+      );
+    expectError(res, 400, 'invalid_request');
+    expect(res.body.error.message).toContain(
+      'body.a.0: a number beyond the range of a JSON number (it reads as Infinity)',
+    );
+    expect(s.billing.requests).toEqual([]);
+  });
+
   test('a body of exactly 64 KiB serialized is forwarded', async () => {
     const s = await twoDownstreams();
     const lease = await s.leased('job-1', 5);

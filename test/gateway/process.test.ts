@@ -274,4 +274,22 @@ describe('leasehold gateway (process)', () => {
       stderr: `leasehold gateway: port ${busy} is in use; pick another with --port, or --port 0 for a free one\n`,
     });
   });
+
+  // Node sends a URL's user:pass@ as Basic authentication: a secret, kept out of the log.
+  test("the ready line masks the password of a peer's URL", async () => {
+    const gateway = await startProcess('gateway', [
+      '--port',
+      '0',
+      '--queue',
+      'http://ops:queue-pass@127.0.0.1:4999',
+      '--downstream',
+      'billing=http://ops:billing-pass@127.0.0.1:5999/effects',
+    ]);
+    const ready = logLines(gateway.stderr()).find((l) => l.msg === 'gateway ready');
+    expect(ready).toMatchObject({
+      queue: 'http://ops:***@127.0.0.1:4999/',
+      downstreams: { billing: 'http://ops:***@127.0.0.1:5999/effects' },
+    });
+    expect(gateway.stderr()).not.toMatch(/queue-pass|billing-pass/);
+  });
 });

@@ -168,6 +168,25 @@ describe('receiver HTTP: keys and bodies', () => {
     expect(await snapshot(store)).toEqual(before);
   });
 
+  // JSON has no Infinity, but a number past its range parses as one.
+  test("a body number beyond JSON's range (1e999): 400 naming where it is, nothing recorded", async () => {
+    const { http, store } = await setup();
+    const before = await snapshot(store);
+    const res = await http()
+      .post('/effects')
+      .set('Fencing-Token', '1')
+      .type('json')
+      .send('{"jobId": "a", "key": "k", "body": {"a": [1, -1e999]}}');
+    expectError(res, 400, 'invalid_request');
+    expect(res.body.error.issues).toEqual([
+      {
+        path: 'body.a.1',
+        message: `a number beyond the range of a JSON number (it reads as -Infinity); numbers must lie within ±${Number.MAX_VALUE}`,
+      },
+    ]);
+    expect(await snapshot(store)).toEqual(before);
+  });
+
   const badQueries: Array<[string, string]> = [
     ['GET /effects/a?key=', '/effects/a?key='],
     ['GET /effects/a?key= 129 characters', `/effects/a?key=${'k'.repeat(129)}`],
