@@ -88,8 +88,8 @@ describe('several downstreams, one faulty', () => {
       gateway: {
         downstreams: { billing: { url: billing.url }, slow: { url: slow.url } },
         retryAttempts: 2,
-        retryBudgetMs: 5_000,
-        receiverTimeoutMs: 1_500,
+        retryBudgetMs: 12_000,
+        receiverTimeoutMs: 4_000,
         backoffBaseMs: 20,
         backoffMaxMs: 40,
       },
@@ -122,13 +122,13 @@ describe('several downstreams, one faulty', () => {
       [200, 'applied'],
     ]);
     // The fast sends did not wait for the slow one's first timeout.
-    expect(fastMs, `fast sends took ${fastMs} ms`).toBeLessThan(1_500);
+    expect(fastMs, `fast sends took ${fastMs} ms`).toBeLessThan(3_000);
 
     const { res, ms } = await slowDone;
     expectError(res, 504, 'upstream_unavailable');
     expect(res.body.error).toMatchObject({ downstream: 'slow', attempts: 2 });
-    expect(res.body.error.message).toContain('Downstream "slow" did not answer within 1500 ms on 2 attempts');
-    expect(ms, `the slow send took ${ms} ms`).toBeGreaterThanOrEqual(3_000);
+    expect(res.body.error.message).toContain('Downstream "slow" did not answer within 4000 ms on 2 attempts');
+    expect(ms, `the slow send took ${ms} ms`).toBeGreaterThanOrEqual(8_000);
     expect(scope.isDone()).toBe(true);
     expect(slow.applied).toEqual([]);
     expect(billing.applied).toHaveLength(1);
