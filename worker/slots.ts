@@ -241,7 +241,10 @@ export class WorkerRun {
       return [];
     }
     const answeredAt = clock.now();
-    if (leases.length === 0 && answeredAt - claimedAt < waitMs) await pause(pollMs, signal);
+    // A claim that waited its whole waitMs at the queue has waited already; any other empty
+    // answer (waitMs 0 above all, which never waits) is followed by the pause.
+    const waitedOut = waitMs > 0 && answeredAt - claimedAt >= waitMs;
+    if (leases.length === 0 && !waitedOut) await pause(pollMs, signal);
     for (const lease of leases) this.parts.emit(claimedEvent(lease));
     return leases.map((lease) => ({ lease, claimedAt, answeredAt }));
   }

@@ -240,6 +240,26 @@ describe('queue HTTP API', () => {
     expectError(await http().post('/jobs/a/fail').send({ owner: 'w1', token: lease.token }), 400, 'invalid_request');
   });
 
+  // The contract: a repeated enqueue is "the same" when its fields, as sent, equal the first one's.
+  test('a repeat is the same by its fields as sent: a relative deadline after the clock moved is 200; an explicit default is another body, 409, the job unchanged', async () => {
+    const { http, clock } = await setup();
+    const first = await http().post('/jobs').send({ id: 'rel', qty: 1, deadlineMs: 60_000 });
+    expect(first.status).toBe(201);
+    clock.advance(5_000);
+    const again = await http().post('/jobs').send({ deadlineMs: 60_000, qty: 1, id: 'rel' });
+    expect(again.status, 'the same fields, in another order, 5 s later').toBe(200);
+    expect(again.body.job, 'the job as first enqueued: its deadline unmoved').toEqual(first.body.job);
+
+    expect((await http().post('/jobs').send({ id: 'dflt', qty: 1 })).status).toBe(201);
+    const before = (await http().get('/jobs/dflt')).body.job;
+    expectError(
+      await http().post('/jobs').send({ id: 'dflt', qty: 1, maxAttempts: before.maxAttempts }),
+      409,
+      'job_exists',
+    );
+    expect((await http().get('/jobs/dflt')).body.job, 'the job after the 409').toEqual(before);
+  });
+
   test('unknown jobs are 404 unknown_job everywhere', async () => {
     const { http } = await setup();
     expectError(await http().get('/jobs/nope'), 404, 'unknown_job');

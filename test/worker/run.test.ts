@@ -37,8 +37,18 @@ describe('runWorker', () => {
       },
     });
     await eventually('three jobs done', async () => ((await s.client.stats()).done === 3 ? true : undefined));
-    // An empty queue is polled, not hammered, and not an error.
-    await sleep(200);
+    // An empty queue is polled, not hammered, and not an error: the worker's claim waits at the
+    // queue (a long poll), so the idle time answers next to no claims.
+    const claimsAnswered = async () =>
+      [
+        ...(await (await fetch(`${s.queue.url}/metrics`)).text()).matchAll(
+          /^leasehold_http_requests_total\{[^}]*route="\/claims"[^}]*\} (\d+)/gm,
+        ),
+      ].reduce((sum, m) => sum + Number(m[1]), 0);
+    const idleFrom = await claimsAnswered();
+    await sleep(500);
+    expect((await claimsAnswered()) - idleFrom, 'claims answered in 500 ms of an empty queue').toBeLessThanOrEqual(2);
+    expect(events.filter((e) => e.event === 'claim_failed')).toEqual([]);
     stop.abort();
 
     await expect(running).resolves.toEqual({ claimed: 3, finished: 3, failed: 0, lost: 0, released: 0 });
@@ -54,6 +64,39 @@ describe('runWorker', () => {
     expect(timeline(events).slice(-2)).toEqual(['stopping', 'stopped']);
     expect(events.every((e) => e.worker === 'w1' && Number.isInteger(e.t))).toBe(true);
     expect(await s.receiver.totals()).toEqual({ effects: 3, qty: 6 });
+  });
+
+  // --wait-ms 0 turns the long poll off: each empty answer is then followed by pollMs, as
+  // worker.md says, not by the next claim at once.
+  test('with waitMs 0, an empty queue is polled every pollMs, not claimed again at once', async () => {
+    const s = await setup();
+    const answered = async () =>
+      [
+        ...(await (await fetch(`${s.queue.url}/metrics`)).text()).matchAll(
+          /^leasehold_http_requests_total\{[^}]*route="\/claims"[^}]*\} (\d+)/gm,
+        ),
+      ].reduce((sum, m) => sum + Number(m[1]), 0);
+    const stop = new AbortController();
+    const events: WorkerEvent[] = [];
+    const running = runWorker({
+      queueUrl: s.queue.url,
+      gatewayUrl: s.gateway.url,
+      name: 'w1',
+      waitMs: 0,
+      pollMs: 100,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+      handler: () => undefined,
+    });
+    const from = await answered();
+    await sleep(1_000);
+    const claims = (await answered()) - from;
+    stop.abort();
+    await running;
+    // About 10 at one per 100 ms; a worker claiming again at once made hundreds.
+    expect(claims, 'claims answered in 1 s of an empty queue at pollMs 100').toBeLessThanOrEqual(15);
+    expect(claims, 'and it did poll').toBeGreaterThanOrEqual(3);
+    expect(events.filter((e) => e.event === 'claim_failed')).toEqual([]);
   });
 
   test('stopped mid-job: the job gets graceMs, then its lease is released for another worker to take at once', async () => {
