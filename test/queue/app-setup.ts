@@ -5,6 +5,7 @@ import request from 'supertest';
 import { join } from 'node:path';
 import { createQueueApp, openSqliteQueueStore, type Job, type QueueApp, type QueueStore } from '../../queue/index.js';
 import { fakeClock } from '../helpers/clock.js';
+import { parseMetrics } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const opened: Array<{ store: QueueStore; app: QueueApp }> = [];
@@ -59,10 +60,9 @@ export async function untilClaimsWait(
   const deadline = Date.now() + 10_000;
   let seen = 'nothing';
   while (Date.now() < deadline) {
-    const text = (await http().get('/metrics')).text;
-    const found = /^leasehold_queue_claim_waiters(?:\{[^}]*\})? (\d+)/m.exec(text);
-    seen = found ? found[1]! : 'no leasehold_queue_claim_waiters line';
-    if (found && Number(found[1]) >= count) return;
+    const waiting = parseMetrics((await http().get('/metrics')).text).value('leasehold_queue_claim_waiters');
+    seen = String(waiting);
+    if (waiting >= count) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`expected ${count} long-polling claim(s) waiting within 10 s; the queue's gauge said ${seen}`);
