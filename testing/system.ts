@@ -30,7 +30,7 @@ export type DownstreamOption = 'stub' | { url: string; secret?: string | undefin
  * `close()` a second, well inside a test runner's hook timeout (vitest's 10 s), not a worker's
  * default 10 s.
  */
-export const KIT_GRACE_MS = 1_000;
+const KIT_GRACE_MS = 1_000;
 
 export interface SystemOptions {
   /**
